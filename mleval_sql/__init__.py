@@ -1,0 +1,13 @@
+"""mleval_sql: exact, out-of-core evaluation of ML predictions that live in tables.
+
+>>> import mleval_sql as me
+>>> sorted(me.METRICS)[:3]
+['accuracy', 'adjusted_accuracy', 'balanced_accuracy']
+"""
+
+from mleval_sql.api import evaluate
+from mleval_sql.registry import METRICS
+from mleval_sql.schema import Columns, InputError
+
+__all__ = ["METRICS", "Columns", "InputError", "evaluate"]
+__version__ = "0.1.0"

@@ -1,0 +1,111 @@
+"""Run the ``queries/`` SQL on a DuckDB connection, in process.
+
+The input becomes a view of the canonical columns; each statistics step is materialised once as
+a temporary table, so every metric of a request reads the data through one scan per statistic.
+Relations get a per-run prefix so nothing clashes with the user's own tables.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+
+import duckdb
+import polars as pl
+
+from mleval_sql import queries
+from mleval_sql.registry import STEPS
+from mleval_sql.schema import Columns
+from mleval_sql.sources import DuckDBRelation, Source
+
+
+class DuckDBEngine:
+    """Evaluate with DuckDB: ``memory_limit`` (e.g. ``"1GB"``) spills to ``temp_directory``."""
+
+    name = "duckdb"
+
+    def __init__(self, source: Source, columns: Columns, weight: str | None, by: Sequence[str],
+                 *, connection: duckdb.DuckDBPyConnection | None = None,
+                 memory_limit: str | None = None, temp_directory: str | None = None) -> None:
+        self.con = connection or duckdb.connect()
+        if memory_limit:
+            self.con.execute("SET memory_limit = $limit", {"limit": memory_limit})
+        if temp_directory:
+            self.con.execute("SET temp_directory = $dir", {"dir": temp_directory})
+        self.prefix = f"mleval_{uuid.uuid4().hex[:8]}_"
+        self.created: list[str] = []
+        relation = source.duckdb(self.con)
+        if isinstance(source, DuckDBRelation) and connection is None:
+            # the relation lives on another connection: copy it in once, streamed through Arrow
+            self.con.from_arrow(relation.fetch_arrow_reader()).create(self._name("input"))
+            self.created.append(("TABLE", self._name("input")))
+        else:
+            relation.create_view(self._name("input"), replace=True)
+            self.created.append(("VIEW", self._name("input")))
+        self._create("VIEW", "predictions", _canonical(self._name("input"), columns, weight, by,
+                                                       truth_as_bool=False))
+        self._canonical_bool = _canonical(self._name("input"), columns, weight, by,
+                                          truth_as_bool=True)
+
+    def summary(self) -> pl.DataFrame:
+        """The validation summary (queries/validate_summary.sql)."""
+        return self._fetch("validate_summary", {})
+
+    def results(self, steps: Iterable[str], params: dict[str, object]) -> dict[str, pl.DataFrame]:
+        """Run ``steps`` in order: statistics become tables, final steps return metric rows."""
+        self._create("VIEW", "predictions", self._canonical_bool, replace=True)
+        out: dict[str, pl.DataFrame] = {}
+        for name in steps:
+            step = STEPS[name]
+            if step.gives is None:
+                out[name] = self._fetch(name, params)
+            else:
+                sql = self._sql(name)
+                self._create("TABLE", step.gives, sql, params=self._bind(sql, params),
+                             replace=True)
+        return out
+
+    def close(self) -> None:
+        for kind, name in reversed(self.created):
+            self.con.execute(f"DROP {kind} IF EXISTS {queries.identifier(name)}")
+        self.created.clear()
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _name(self, relation: str) -> str:
+        return self.prefix + relation
+
+    def _sql(self, step: str) -> str:
+        names = {rel: self._name(rel) for rel in ("predictions", "input", *_STAT_TABLES)}
+        return queries.rename_relations(queries.load(step), names)
+
+    @staticmethod
+    def _bind(sql: str, params: dict[str, object]) -> dict[str, object]:
+        return {p: params[p] for p in queries.parameters(sql)}
+
+    def _fetch(self, step: str, params: dict[str, object]) -> pl.DataFrame:
+        sql = self._sql(step)
+        return self.con.sql(sql, params=self._bind(sql, params)).pl()
+
+    def _create(self, kind: str, relation: str, sql: str, *,
+                params: dict[str, object] | None = None, replace: bool = False) -> None:
+        name = queries.identifier(self._name(relation))
+        verb = "CREATE OR REPLACE" if replace else "CREATE"
+        self.con.execute(f"{verb} TEMP {kind} {name} AS {sql}", params or {})
+        if (kind, self._name(relation)) not in self.created:
+            self.created.append((kind, self._name(relation)))
+
+
+_STAT_TABLES = tuple(sorted({s.gives for s in STEPS.values() if s.gives}))
+
+
+def _canonical(input_name: str, columns: Columns, weight: str | None, by: Sequence[str],
+               *, truth_as_bool: bool) -> str:
+    """SELECT of the canonical columns from the user's table, every identifier quoted."""
+    q = queries.identifier
+    truth = f"CAST({q(columns.truth)} AS BOOLEAN)" if truth_as_bool else q(columns.truth)
+    segment = ("struct_pack(" + ", ".join(f"{q(c)} := {q(c)}" for c in by) + ")") if by else "0"
+    return (f"SELECT {q(columns.sample)} AS sample, {q(columns.label)} AS label, "
+            f"CAST({q(columns.score)} AS DOUBLE) AS score, {truth} AS truth, "
+            f"{'CAST(' + q(weight) + ' AS DOUBLE)' if weight else '1.0'} AS weight, "
+            f"{segment} AS segment FROM {q(input_name)}")

@@ -1,0 +1,63 @@
+"""Decision metrics at a threshold or by argmax, from confusion counts (polars plans).
+
+Mirrors queries/threshold_counts.sql and queries/decision_metrics.sql.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from mleval_sql.engines.polars._common import nan_average, rate_scores, ratio, truth, weight
+
+LABEL_METRICS = ("tp", "fp", "fn", "tn", "support", "accuracy", "precision", "recall", "f1",
+                 "fbeta", "specificity", "jaccard", "mcc")
+
+
+def threshold_counts(predictions: pl.LazyFrame, *, threshold: float) -> pl.LazyFrame:
+    """Weighted tp, fp, fn, tn per (segment, label); predicted positive iff score >= threshold."""
+    decided = pl.col("score") >= threshold
+    return predictions.group_by("segment", "label").agg(
+        tp=weight.filter(truth & decided).sum(),
+        fp=weight.filter(~truth & decided).sum(),
+        fn=weight.filter(truth & ~decided).sum(),
+        tn=weight.filter(~truth & ~decided).sum(),
+    )
+
+
+def decision_metrics(confusion_counts: pl.LazyFrame, *, beta: float,
+                     zero_division: float | None) -> pl.LazyFrame:
+    """Per-label metrics (average null) and their micro/macro/weighted/macro_std averages."""
+    segments = confusion_counts.select("segment").unique()
+    labels = confusion_counts.select("label").unique()
+    grid = segments.join(labels, how="cross").join(
+        confusion_counts, on=["segment", "label"], how="left", nulls_equal=True)
+    micro = confusion_counts.group_by("segment").agg(pl.col("tp", "fp", "fn", "tn").sum())
+    counts = pl.concat([grid.with_columns(average=pl.lit(None, dtype=pl.String)),
+                        micro.with_columns(average=pl.lit("micro"))], how="diagonal")
+
+    tp, fp, fn, tn = (pl.col(c) for c in ("tp", "fp", "fn", "tn"))
+    marginals = (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)
+    scores = counts.with_columns(
+        support=tp + fn,
+        label_support=tp + fn,
+        accuracy=(tp + tn) / pl.when(tp + fp + fn + tn != 0).then(tp + fp + fn + tn),
+        specificity=ratio(tn, tn + fp, zero_division),
+        mcc=pl.when(marginals == 0).then(0.0).otherwise((tp * tn - fp * fn) / marginals.sqrt()),
+        **rate_scores(tp, fp, fn, beta, zero_division),
+    )
+    long = scores.unpivot(on=list(LABEL_METRICS), index=["segment", "average", "label",
+                                                        "label_support"],
+                          variable_name="metric", value_name="value")
+    value = pl.col("value")
+    averaged = (long.filter(pl.col("average").is_null())
+                .group_by("segment", "metric")
+                .agg(macro=value.mean(),
+                     weighted=nan_average(value, pl.col("label_support")),
+                     macro_std=value.std(ddof=0))
+                .unpivot(on=["macro", "weighted", "macro_std"], index=["segment", "metric"],
+                         variable_name="average", value_name="value"))
+    hamming = (counts.filter(pl.col("average") == "micro")
+               .select("segment", metric=pl.lit("hamming_loss"),
+                       value=(fp + fn) / pl.when(tp + fp + fn + tn != 0).then(tp + fp + fn + tn)))
+    return pl.concat([long.drop("label_support"), averaged, hamming], how="diagonal").select(
+        "segment", "metric", "average", "label", "value")

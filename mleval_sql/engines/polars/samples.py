@@ -1,0 +1,47 @@
+"""Per-sample multilabel metrics averaged over samples (polars plans).
+
+Mirrors queries/sample_counts.sql and queries/sample_metrics.sql.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from mleval_sql.engines.polars._common import nan_average, rate_scores, truth, weight
+
+_score, _label = pl.col("score"), pl.col("label")
+SAMPLE_AVERAGED = ("precision", "recall", "f1", "fbeta", "jaccard")
+
+
+def sample_counts(predictions: pl.LazyFrame, *, threshold: float) -> pl.LazyFrame:
+    """Per sample: its weight, label counts at the threshold, and whether its top label is true."""
+    decided = _score >= threshold
+    top_label = _label.filter(_score == _score.max()).min()
+    return predictions.group_by("segment", "sample").agg(
+        weight=weight.first(),
+        tp=(truth & decided).sum(),
+        fp=(~truth & decided).sum(),
+        fn=(truth & ~decided).sum(),
+        top_true=truth.filter(_label == top_label).first(),
+    )
+
+
+def sample_metrics(sample_counts: pl.LazyFrame, *, beta: float,
+                   zero_division: float | None) -> pl.LazyFrame:
+    """Samples-averaged P/R/F/jaccard, subset accuracy and adjusted (top-1-in-truth) accuracy."""
+    tp, fp, fn = (pl.col(c).cast(pl.Float64) for c in ("tp", "fp", "fn"))
+    scores = sample_counts.select(
+        "segment", "weight",
+        subset_accuracy=(fp + fn == 0).cast(pl.Float64),
+        adjusted_accuracy=pl.col("top_true").cast(pl.Float64),
+        **rate_scores(tp, fp, fn, beta, zero_division),
+    )
+    long = scores.unpivot(index=["segment", "weight"], variable_name="metric",
+                          value_name="value")
+    return long.group_by("segment", "metric").agg(
+        value=nan_average(pl.col("value"), weight),
+    ).select(
+        "segment", "metric",
+        average=pl.when(pl.col("metric").is_in(SAMPLE_AVERAGED)).then(pl.lit("samples")),
+        value="value",
+    )

@@ -1,0 +1,52 @@
+"""The SQL files of ``queries/``: loading, their parameters, and renaming the relations they read.
+
+>>> "$threshold" in load("threshold_counts")
+True
+>>> parameters(load("threshold_counts"))
+('threshold',)
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+import sqlglot
+from sqlglot import exp
+
+# Installed wheels carry queries/ inside the package; a source checkout has it beside the package.
+_IN_PACKAGE = resources.files("mleval_sql") / "queries"
+_IN_CHECKOUT = Path(__file__).resolve().parent.parent / "queries"
+
+
+def folder() -> Path:
+    """Where the SQL files are."""
+    if _IN_PACKAGE.is_dir():
+        return Path(str(_IN_PACKAGE))
+    return _IN_CHECKOUT
+
+
+@cache
+def load(name: str) -> str:
+    """The text of ``queries/<name>.sql``."""
+    return (folder() / f"{name}.sql").read_text(encoding="utf-8")
+
+
+def parameters(sql: str) -> tuple[str, ...]:
+    """The named parameters (``$name``) a query takes, in order of first use."""
+    code = "\n".join(line.split("--", 1)[0] for line in sql.splitlines())
+    return tuple(dict.fromkeys(re.findall(r"\$([A-Za-z_]\w*)", code)))
+
+
+def rename_relations(sql: str, names: dict[str, str], dialect: str = "duckdb") -> str:
+    """``sql`` with the relations it reads renamed (quoted), for running beside a user's tables."""
+    tree = sqlglot.parse_one(sql, read="duckdb")
+    quoted = {old: exp.to_identifier(new, quoted=True).sql(dialect) for old, new in names.items()}
+    return exp.replace_tables(tree, quoted).sql(dialect)
+
+
+def identifier(name: str) -> str:
+    """``name`` quoted as a DuckDB identifier."""
+    return exp.to_identifier(name, quoted=True).sql("duckdb")

@@ -1,0 +1,181 @@
+"""The canonical long-format table, the column mapping onto it, and the checks of an input.
+
+One row per (sample, label) pair::
+
+    sample  label  score  truth  [weight]  [segment columns...]
+
+>>> Columns.from_mapping({"score": "prob"}).score
+'prob'
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Literal
+
+import polars as pl
+
+Task = Literal["binary", "multiclass", "multilabel"]
+TASKS: tuple[Task, ...] = ("binary", "multiclass", "multilabel")
+
+#: Column names of every result table; segment columns may not take them.
+RESULT_COLUMNS = ("metric", "average", "label", "predicted", "threshold", "beta", "k", "value")
+
+
+class InputError(ValueError):
+    """Bad input: the message names the column, value or row count at fault."""
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Where each canonical column is found in the user's table (``weight`` is optional)."""
+
+    sample: str = "sample"
+    label: str = "label"
+    score: str = "score"
+    truth: str = "truth"
+    weight: str | None = "weight"
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[str, str | None] | None) -> Columns:
+        """Build from ``{"canonical": "user column"}``; unknown keys are an error."""
+        mapping = dict(mapping or {})
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(mapping) - known)
+        if unknown:
+            raise InputError(
+                f"unknown column role {unknown[0]!r} in columns=; roles are {sorted(known)}"
+            )
+        for role, name in mapping.items():
+            if name is None and role != "weight":
+                raise InputError(f"column role {role!r} needs a column name")
+            if name is not None and not isinstance(name, str):
+                raise InputError(f"columns[{role!r}] must be a column name, got {name!r}")
+        return cls(**mapping)
+
+    def required(self) -> dict[str, str]:
+        """Canonical role -> user column, for the roles every input must have."""
+        return {"sample": self.sample, "label": self.label, "score": self.score,
+                "truth": self.truth}
+
+
+def _kind(dtype: pl.DataType) -> str:
+    if dtype == pl.Boolean:
+        return "bool"
+    if dtype.is_numeric():
+        return "number"
+    return "other"
+
+
+def check_columns(schema: pl.Schema, columns: Columns, by: Sequence[str]) -> str | None:
+    """Check names and types before any scan; return the weight column to use, if any."""
+    present = set(schema.names())
+    for role, name in columns.required().items():
+        if name not in present:
+            hint = "" if role == name else f" (mapped from {role!r})"
+            raise InputError(
+                f"missing column {name!r}{hint}; the input has {sorted(present)}"
+            )
+    if _kind(schema[columns.score]) != "number":
+        raise InputError(f"column {columns.score!r} (score) must be numeric, "
+                         f"not {schema[columns.score]}")
+    if _kind(schema[columns.truth]) == "other":
+        raise InputError(f"column {columns.truth!r} (truth) must be boolean or 0/1 numbers, "
+                         f"not {schema[columns.truth]}")
+    weight = columns.weight if columns.weight in present else None
+    if columns.weight not in (None, "weight") and weight is None:
+        raise InputError(f"missing weight column {columns.weight!r}; "
+                         f"the input has {sorted(present)}")
+    if weight is not None and _kind(schema[weight]) != "number":
+        raise InputError(f"column {weight!r} (weight) must be numeric, not {schema[weight]}")
+    roles = set(columns.required().values()) | {weight}
+    for name in by:
+        if name not in present:
+            raise InputError(f"segment column {name!r} is not in the input; "
+                             f"it has {sorted(present)}")
+        if name in roles:
+            raise InputError(f"segment column {name!r} is also a prediction column")
+        if name in RESULT_COLUMNS or name == "segment":
+            raise InputError(f"segment column {name!r} clashes with a result column; "
+                             "rename it in the input")
+    if len(set(by)) != len(by):
+        raise InputError(f"segment columns repeat: {list(by)}")
+    return weight
+
+
+# The per-segment summary that validation computes on either engine (queries/validate_summary.sql,
+# engines/polars/validate.py): every check below reads only these columns.
+SUMMARY_COLUMNS = (
+    "n_rows", "n_samples", "n_labels",
+    "null_sample", "null_label", "null_score", "nan_score", "null_truth", "bad_truth",
+    "bad_weight", "min_rows", "max_rows", "dup_rows", "min_true", "max_true",
+    "uneven_weight", "example_dup", "example_short", "example_not_one_true", "example_weight",
+)
+
+
+def check_summary(summary: pl.DataFrame, columns: Columns, weight: str | None,
+                  task: Task | None) -> Task:
+    """Raise the first problem the validation summary shows; return the task (inferred if None)."""
+    total = summary.select(pl.col(c).sum() for c in (
+        "n_rows", "null_sample", "null_label", "null_score", "nan_score", "null_truth",
+        "bad_truth", "bad_weight", "dup_rows", "uneven_weight")).row(0, named=True)
+    if not total["n_rows"]:
+        raise InputError("the input has no rows")
+    for key, col, what in [
+        ("null_sample", columns.sample, "null"), ("null_label", columns.label, "null"),
+        ("null_score", columns.score, "null"), ("nan_score", columns.score, "NaN or infinite"),
+        ("null_truth", columns.truth, "null"), ("bad_truth", columns.truth, "outside {0, 1}"),
+    ]:
+        if total[key]:
+            raise InputError(f"column {col!r} has {total[key]} {what} value(s) in "
+                             f"{total['n_rows']} rows")
+    if total["bad_weight"]:
+        raise InputError(f"column {weight!r} has {total['bad_weight']} null, negative or "
+                         "non-finite weight(s)")
+
+    def example(key: str) -> object:
+        return summary.select(pl.col(key).drop_nulls().first()).item()
+
+    if total["dup_rows"]:
+        raise InputError(
+            f"{total['dup_rows']} duplicate ({columns.sample}, {columns.label}) row(s), e.g. "
+            f"sample {example('example_dup')!r}; if the input holds several models or datasets, "
+            "name their columns in by=")
+    short = summary.filter(pl.col("min_rows") < pl.col("n_labels"))
+    if short.height:
+        raise InputError(
+            f"sample {example('example_short')!r} lacks rows for some labels: every sample of a "
+            "segment needs a row for each label the segment has")
+    if total["uneven_weight"]:
+        raise InputError(f"sample {example('example_weight')!r} has different weights on its "
+                         f"rows; {weight!r} must be constant within a sample")
+    return _task(summary, columns, task)
+
+
+def _task(summary: pl.DataFrame, columns: Columns, task: Task | None) -> Task:
+    one_row = summary["max_rows"].max() == 1
+    min_true, max_true = summary["min_true"].min(), summary["max_true"].max()
+    exactly_one = min_true == 1 and max_true == 1
+    if task is None:
+        if one_row:
+            return "binary"
+        if exactly_one:
+            warnings.warn("task inferred as 'multiclass' (every sample has exactly one true "
+                          "label); pass task='multilabel' to score labels independently",
+                          stacklevel=3)
+            return "multiclass"
+        return "multilabel"
+    if task not in TASKS:
+        raise InputError(f"unknown task {task!r}; tasks are {list(TASKS)}")
+    if task == "binary" and not one_row:
+        raise InputError(f"task 'binary' needs one row per sample, but some sample has "
+                         f"{summary['max_rows'].max()} rows (several labels): use "
+                         "task='multilabel' or 'multiclass'")
+    if task == "multiclass" and not exactly_one:
+        sample = summary.select(pl.col("example_not_one_true").drop_nulls().first()).item()
+        raise InputError(f"task 'multiclass' needs exactly one true label per sample in "
+                         f"{columns.truth!r}, but samples have {min_true} to {max_true}, "
+                         f"e.g. sample {sample!r}")
+    return task

@@ -1,0 +1,43 @@
+-- sample_metrics: metrics computed per sample over its labels, then averaged over samples
+-- (weighted by sample weight), as scikit-learn's average='samples' (multilabel).
+-- Reads:  sample_counts(segment, sample, weight, tp, fp, fn, top_true)  (sample_counts.sql)
+-- Params: $beta (of F-beta), $zero_division (the value of 0/0: 0, 1 or NULL)
+-- Gives:  segment, metric, average, label, value
+--   precision, recall, f1, fbeta, jaccard with average 'samples': the weighted mean of the
+--   per-sample values, skipping NULLs (0/0 with zero_division NULL).
+--   subset_accuracy: share of samples whose every label is decided right (exact match).
+--   adjusted_accuracy: share of samples whose top-scored label is true.
+WITH params AS (
+    SELECT CAST($beta AS DOUBLE) AS beta, CAST($zero_division AS DOUBLE) AS zero_division
+),
+scores AS (
+    SELECT
+        segment,
+        weight,
+        CASE WHEN tp + fp = 0 THEN zero_division ELSE tp / (tp + fp) END AS precision,
+        CASE WHEN tp + fn = 0 THEN zero_division ELSE tp / (tp + fn) END AS recall,
+        CASE WHEN tp + fp + fn = 0 THEN zero_division ELSE 2 * tp / (2 * tp + fn + fp) END AS f1,
+        CASE WHEN tp + fp + fn = 0 THEN zero_division
+             ELSE (1 + beta * beta) * tp / ((1 + beta * beta) * tp + beta * beta * fn + fp)
+        END AS fbeta,
+        CASE WHEN tp + fp + fn = 0 THEN zero_division ELSE tp / (tp + fp + fn) END AS jaccard,
+        CAST(fp + fn = 0 AS DOUBLE) AS subset_accuracy,
+        CAST(top_true AS DOUBLE) AS adjusted_accuracy
+    FROM sample_counts, params
+),
+long AS (
+    SELECT *
+    FROM scores UNPIVOT INCLUDE NULLS (
+        value FOR metric IN (precision, recall, f1, fbeta, jaccard, subset_accuracy, adjusted_accuracy)
+    )
+)
+SELECT
+    segment,
+    metric,
+    CASE WHEN metric IN ('subset_accuracy', 'adjusted_accuracy') THEN NULL ELSE 'samples' END
+        AS average,
+    NULL AS label,
+    coalesce(sum(value * weight) / nullif(sum(weight) FILTER (WHERE value IS NOT NULL), 0),
+             avg(value)) AS value
+FROM long
+GROUP BY segment, metric
