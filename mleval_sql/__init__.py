@@ -6,8 +6,9 @@
 """
 
 from mleval_sql.api import evaluate
+from mleval_sql.dialects import sql
 from mleval_sql.registry import METRICS
 from mleval_sql.schema import Columns, InputError
 
-__all__ = ["METRICS", "Columns", "InputError", "evaluate"]
+__all__ = ["METRICS", "Columns", "InputError", "evaluate", "sql"]
 __version__ = "0.1.0"

@@ -66,7 +66,7 @@ DECISIONS = Family("decisions", "decision_metrics", {
 }, LABEL_AVERAGES)
 MULTICLASS = Family("multiclass", "multiclass_metrics",
                     {"multiclass": ("argmax_matrix", "matrix_counts")})
-SAMPLES = Family("samples", "sample_metrics", {"multilabel": ("sample_counts",)}, ("samples",))
+SAMPLES = Family("samples", "sample_metrics", {"multilabel": ("sample_counts",)})
 TOP_K = Family("top_k", "top_k_metrics", {"multiclass": ("true_ranks",)})
 FAMILIES = (DECISIONS, MULTICLASS, SAMPLES, TOP_K)
 
