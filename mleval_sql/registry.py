@@ -12,7 +12,7 @@ file ``queries/<name>.sql`` and the polars function ``mleval_sql.engines.polars.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from mleval_sql.schema import TASKS, InputError, Task
 
@@ -83,7 +83,7 @@ class Metric:
     families: Mapping[Task, Family]
     params: tuple[str, ...] = ()  # parameters of its own, shown as result columns
     samples_average: bool = False  # multilabel: also averaged per sample (SAMPLES family)
-    extra_columns: tuple[str, ...] = field(default=())
+    per_label: bool = True  # False: one value per segment even from a label-wise family
 
     def family(self, task: Task, average: str | None = None) -> Family:
         if average == "samples" and self.samples_average and task == "multilabel":
@@ -94,7 +94,7 @@ class Metric:
         return self.families[task]
 
     def averages(self, task: Task) -> tuple[str, ...]:
-        own = self.families[task].averages if task in self.families else ()
+        own = self.families[task].averages if task in self.families and self.per_label else ()
         return (*own, "samples") if self.samples_average and task == "multilabel" else own
 
 
@@ -123,7 +123,7 @@ METRICS: dict[str, Metric] = _metrics(
     Metric("mcc", "Matthews correlation coefficient (multiclass: Gorodkin's R_K); 0 when "
            "undefined, as scikit-learn", {**_THRESHOLDED, "multiclass": MULTICLASS}),
     Metric("hamming_loss", "share of wrong label decisions (multiclass: 1 - accuracy)",
-           {**_THRESHOLDED, "multiclass": MULTICLASS}),
+           {**_THRESHOLDED, "multiclass": MULTICLASS}, per_label=False),
     Metric("subset_accuracy", "share of samples with every label decided right (exact match)",
            {"multilabel": SAMPLES}),
     Metric("adjusted_accuracy", "share of samples whose top-scored label is a true one",
@@ -133,7 +133,7 @@ METRICS: dict[str, Metric] = _metrics(
     Metric("cohen_kappa", "Cohen's kappa between true and argmax labels",
            {"multiclass": MULTICLASS}),
     Metric("confusion_matrix", "weight of samples per (true label, predicted label)",
-           {"multiclass": MULTICLASS}, extra_columns=("predicted",)),
+           {"multiclass": MULTICLASS}),
     Metric("top_k_accuracy", "share of samples whose true label is among the k top-scored",
            {"multiclass": TOP_K}, params=("k",)),
 )

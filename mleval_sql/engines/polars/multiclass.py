@@ -92,5 +92,6 @@ def top_k_metrics(true_ranks: pl.LazyFrame, *, k: int) -> pl.LazyFrame:
     return true_ranks.group_by("segment").agg(
         metric=pl.lit("top_k_accuracy"),
         average=pl.lit(None, dtype=pl.String),
+        label=pl.lit(None),
         value=weight.filter(pl.col("n_above") < k).sum() / pl.when(total != 0).then(total),
     )

@@ -43,5 +43,6 @@ def sample_metrics(sample_counts: pl.LazyFrame, *, beta: float,
     ).select(
         "segment", "metric",
         average=pl.when(pl.col("metric").is_in(SAMPLE_AVERAGED)).then(pl.lit("samples")),
+        label=pl.lit(None),
         value="value",
     )

@@ -1,0 +1,48 @@
+"""Random long-format predictions built to hit the hard cases: heavy ties (scores on a 0.1 grid,
+many exactly at the 0.5 threshold), weights with zeros, several segments, a one-class segment, a
+one-sample segment, a segment that lacks a label, string or integer ids and labels."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from mleval_sql.schema import Task
+
+SEGMENTS = ("north", "south", "one_class", "single")
+
+
+def make_predictions(task: Task, seed: int, *, n_samples: int = 90, n_labels: int = 4,
+                     weighted: bool = True, int_ids: bool = False,
+                     complete: bool = False) -> pl.DataFrame:
+    """Long rows ``sample, label, score, truth, [weight,] region, model``.
+
+    Segment (``region``) "south" lacks the last label entirely (unless ``complete``, for
+    evaluation without segments); "one_class" has only negatives (multiclass: only the first
+    class true); "single" holds one sample.
+    """
+    rng = np.random.default_rng(seed)
+    n_labels = 1 if task == "binary" else n_labels
+    labels = list(range(n_labels)) if int_ids else [f"lab{j}" for j in range(n_labels)]
+    regions = rng.choice(SEGMENTS[:3], size=n_samples)
+    regions[0] = "single"
+    rows = []
+    for i in range(n_samples):
+        region = str(regions[i])
+        own = labels[:-1] if region == "south" and n_labels > 1 and not complete else labels
+        scores = np.round(rng.integers(0, 11, size=len(own)) / 10, 1)
+        if task == "multiclass":
+            true = np.zeros(len(own), dtype=bool)
+            true[0 if region == "one_class" else rng.integers(len(own))] = True
+        else:
+            true = rng.random(len(own)) < 0.4
+            if region == "one_class":
+                true[:] = False
+        weight = 1.0 if i < 4 else float(rng.choice([0.0, 0.5, 1.0, 2.5]))
+        model = str(rng.choice(["m1", "m2"]))
+        sample = i if int_ids else f"s{i:03d}"
+        rows += [(sample, label, float(s), bool(t), weight, region, model)
+                 for label, s, t in zip(own, scores, true, strict=True)]
+    frame = pl.DataFrame(rows, orient="row", schema=["sample", "label", "score", "truth",
+                                                      "weight", "region", "model"])
+    return frame if weighted else frame.drop("weight")
