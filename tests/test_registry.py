@@ -1,0 +1,53 @@
+"""The registry is the one list of steps and metrics: each step exists as SQL and as a polars
+plan with the same parameters, and every SQL file has a header saying what it reads and gives."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+import mleval_sql as me
+from mleval_sql import queries
+from mleval_sql.engines import polars as plans
+from mleval_sql.registry import FAMILIES, METRICS, STEPS
+
+
+@pytest.mark.parametrize("name", STEPS)
+def test_step_exists_on_both_engines_with_the_same_parameters(name):
+    step = STEPS[name]
+    sql = queries.load(name)
+    assert set(queries.parameters(sql)) == set(step.params)
+    signature = inspect.signature(getattr(plans, name))
+    keyword = {p.name for p in signature.parameters.values() if p.kind == p.KEYWORD_ONLY}
+    positional = [p.name for p in signature.parameters.values() if p.kind != p.KEYWORD_ONLY]
+    assert keyword == set(step.params)
+    assert positional == list(step.reads)
+
+
+@pytest.mark.parametrize("name", STEPS)
+def test_sql_file_says_what_it_reads_and_gives(name):
+    header = queries.load(name).split("\n\n")[0]
+    assert header.startswith(f"-- {name}:")
+    assert "-- Reads:" in header and "-- Gives:" in header
+
+
+def test_every_sql_file_is_a_registered_step():
+    assert {p.stem for p in queries.folder().glob("*.sql")} == set(STEPS)
+
+
+def test_family_chains_read_what_earlier_steps_give():
+    for family in FAMILIES:
+        for task in family.stats:
+            available = {"predictions"}
+            for name in family.steps(task):
+                assert set(STEPS[name].reads) <= available, (family.name, task, name)
+                available.add(STEPS[name].gives)
+
+
+@pytest.mark.parametrize("name", METRICS)
+def test_every_metric_has_a_summary_and_a_standalone_query(name):
+    metric = METRICS[name]
+    assert metric.summary and metric.families
+    for task in metric.families:
+        assert "predictions" in me.sql(name, task=task)

@@ -1,0 +1,55 @@
+"""The statistics tables, where the two engines meet: each statistics step's SQL, run as-is on a
+DuckDB view named ``predictions``, equals the polars plan of the same name."""
+
+from __future__ import annotations
+
+import duckdb
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from mleval_sql import queries
+from mleval_sql.engines import polars as plans
+from mleval_sql.registry import STEPS
+from tests.data import make_predictions
+
+PARAMS = {"threshold": 0.5}
+KEYS = {"confusion_counts": ["segment", "label"],
+        "confusion_matrix": ["segment", "truth_label", "predicted_label"],
+        "sample_counts": ["segment", "sample"], "true_ranks": ["segment", "sample"]}
+
+
+def _predictions(task: str) -> pl.DataFrame:
+    frame = make_predictions(task, seed=11)
+    return frame.select("sample", "label", "score", "truth", "weight",
+                        segment=pl.struct("region", "model"))
+
+
+def _chains():
+    yield pytest.param("binary", ["threshold_counts"], id="threshold_counts")
+    yield pytest.param("multiclass", ["argmax_matrix", "matrix_counts"], id="matrix_counts")
+    yield pytest.param("multiclass", ["argmax_matrix"], id="argmax_matrix")
+    yield pytest.param("multiclass", ["true_ranks"], id="true_ranks")
+    yield pytest.param("multilabel", ["sample_counts"], id="sample_counts")
+
+
+@pytest.mark.parametrize(("task", "chain"), list(_chains()))
+def test_statistics_agree_between_engines(task, chain):
+    predictions = _predictions(task)
+    con = duckdb.connect()
+    relations = {"predictions": predictions.lazy()}
+    con.register("predictions", predictions)
+    for name in chain:
+        step = STEPS[name]
+        sql = queries.load(name)
+        con.execute(f"CREATE TABLE {step.gives} AS {sql}",
+                    {p: PARAMS[p] for p in queries.parameters(sql)})
+        relations[step.gives] = getattr(plans, name)(
+            *(relations[r] for r in step.reads), **{p: PARAMS[p] for p in step.params})
+    table = STEPS[chain[-1]].gives
+    keys = KEYS[table]
+    from_sql = con.sql(f"SELECT * FROM {table}").pl().sort(keys)
+    from_polars = relations[table].collect().sort(keys)
+    assert from_sql.height > 0
+    assert_frame_equal(from_sql, from_polars.select(from_sql.columns), check_dtypes=False,
+                       rel_tol=1e-12)
