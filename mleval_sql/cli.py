@@ -1,0 +1,247 @@
+"""The ``mleval`` command line: evaluate parquet predictions, list the metrics, print their SQL.
+
+Usage::
+
+    mleval evaluate preds/*.parquet --metric roc_auc,f1 --by region --format csv -o scores.csv
+    mleval evaluate lake/ --metric f1 --by model --task multilabel --average macro --average micro
+    mleval metrics
+    mleval sql f1 --task multilabel --dialect spark
+
+Bad input prints one line ``mleval: error: <message>`` on stderr and exits with status 2;
+warnings raised while evaluating print as ``mleval: note: <message>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+import duckdb
+import polars as pl
+
+import mleval_sql as me
+from mleval_sql.api import DEFAULT_METRICS
+from mleval_sql.registry import AVERAGES, DEFAULTS, METRICS, Metric
+from mleval_sql.schema import TASKS
+
+PROG = "mleval"
+FORMATS = ("table", "csv", "json", "parquet")
+EXTENSIONS = {".csv": "csv", ".json": "json", ".parquet": "parquet", ".txt": "table",
+              ".table": "table"}
+ZERO_DIVISION = {"0": 0.0, "1": 1.0, "null": None}
+EXIT_ERROR = 2
+
+# Everything printed as a table shows all rows and columns in full, without shape or dtypes.
+TABLE_CONFIG: dict[str, Any] = {
+    "tbl_rows": -1, "tbl_cols": -1, "tbl_width_chars": -1, "fmt_str_lengths": 10_000,
+    "tbl_hide_dataframe_shape": True, "tbl_hide_column_data_types": True,
+    "tbl_hide_dtype_separator": True,
+}
+
+
+class UsageError(Exception):
+    """A bad command line, reported like any other bad input."""
+
+
+class _Parser(argparse.ArgumentParser):
+    # argparse prints the usage and exits on its own; report one line through main() instead
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``mleval`` with ``argv`` (default: the process arguments); return the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return int(args.run(args))
+    except (UsageError, me.InputError, OSError) as error:
+        return _error(str(error))
+    except (pl.exceptions.PolarsError, duckdb.Error) as error:
+        # the engines' own complaints are about the files in practice: unreadable, unmatched
+        # globs, schemas that differ between files
+        return _error(str(error))
+    except KeyboardInterrupt:
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every subcommand; each sets ``run`` to the function that carries it out."""
+    parser = _Parser(prog=PROG, description="Evaluate ML predictions stored in long-format "
+                     "tables (sample, label, score, truth[, weight]).")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {me.__version__}")
+    commands = parser.add_subparsers(dest="command", required=True,
+                                     metavar="{evaluate,metrics,sql}")
+    _add_evaluate(commands)
+    listing = commands.add_parser("metrics", help="list the metrics, their tasks and averages")
+    listing.set_defaults(run=run_metrics)
+    query = commands.add_parser("sql", help="print the standalone query of a metric")
+    query.add_argument("metric")
+    query.add_argument("--task", choices=TASKS, default="multilabel")
+    query.add_argument("--average", choices=AVERAGES)
+    query.add_argument("--dialect", default="duckdb",
+                       help="any dialect sqlglot writes: duckdb, spark, bigquery, ...")
+    query.set_defaults(run=run_sql)
+    return parser
+
+
+def _add_evaluate(commands: argparse._SubParsersAction) -> None:
+    cmd = commands.add_parser("evaluate", help="compute metrics of parquet predictions")
+    cmd.add_argument("inputs", nargs="+", metavar="INPUT",
+                     help="parquet file, glob or hive-partitioned folder")
+    cmd.add_argument("--metric", action="append", default=[], metavar="NAME",
+                     help=f"repeatable or comma-separated (default: {','.join(DEFAULT_METRICS)})")
+    cmd.add_argument("--by", action="append", default=[], metavar="COL",
+                     help="segment column (repeatable)")
+    cmd.add_argument("--task", choices=TASKS, help="default: inferred from the data")
+    cmd.add_argument("--engine", choices=("duckdb", "polars"), default="duckdb")
+    cmd.add_argument("--threshold", type=float, default=DEFAULTS["threshold"],
+                     help="a label is predicted when its score is at least this (default: 0.5)")
+    cmd.add_argument("--average", action="append", choices=AVERAGES,
+                     help="repeatable (default: none for binary, macro otherwise)")
+    cmd.add_argument("--beta", type=float, default=DEFAULTS["beta"],
+                     help="the beta of fbeta (default: 1)")
+    cmd.add_argument("--k", type=int, default=DEFAULTS["k"],
+                     help="the k of top_k_accuracy (default: 2)")
+    cmd.add_argument("--zero-division", choices=tuple(ZERO_DIVISION), default="null",
+                     help="the value of 0/0 (default: null)")
+    cmd.add_argument("--column", action="append", default=[], type=_column, metavar="ROLE=NAME",
+                     help="where a role (sample, label, score, truth, weight) is found, "
+                          "e.g. score=prob; weight= ignores a weight column (repeatable)")
+    cmd.add_argument("--memory-limit", metavar="SIZE", help="e.g. 1GB")
+    cmd.add_argument("--format", choices=FORMATS,
+                     help="default: from the extension of -o, else table")
+    cmd.add_argument("-o", "--output", type=Path, metavar="FILE", help="default: stdout")
+    cmd.set_defaults(run=run_evaluate)
+
+
+def _column(text: str) -> tuple[str, str | None]:
+    role, sep, name = text.partition("=")
+    if not sep or not role:
+        raise argparse.ArgumentTypeError(f"expected ROLE=NAME, got {text!r}")
+    return role.strip(), name.strip() or None
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    fmt = output_format(args.format, args.output)
+    result = evaluate(args)
+    if args.output is None:
+        sys.stdout.write(render(result, fmt))
+    else:
+        write(result, fmt, args.output)
+    return 0
+
+
+def output_format(fmt: str | None, output: Path | None) -> str:
+    """The format asked for, else the one the output's extension names, else ``table``."""
+    if output is not None and fmt is None:
+        fmt = EXTENSIONS.get(output.suffix.lower())
+        if fmt is None:
+            raise UsageError(f"cannot tell the format of {str(output)!r} from its extension "
+                             f"({', '.join(EXTENSIONS)}); pass --format")
+    fmt = fmt or "table"
+    if fmt == "parquet" and output is None:
+        raise UsageError("--format parquet needs -o FILE")
+    return fmt
+
+
+def evaluate(args: argparse.Namespace) -> pl.DataFrame:
+    """``mleval_sql.evaluate`` with the command line's arguments, its warnings shown as notes."""
+    options: dict[str, Any] = {
+        "by": args.by, "task": args.task, "engine": args.engine, "threshold": args.threshold,
+        "average": args.average, "beta": args.beta, "k": args.k,
+        "zero_division": ZERO_DIVISION[args.zero_division], "columns": dict(args.column),
+        "memory_limit": args.memory_limit,
+    }
+    metrics = [name.strip() for arg in args.metric for name in arg.split(",") if name.strip()]
+    if metrics:
+        options["metrics"] = metrics
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            return me.evaluate(list(args.inputs), **options)
+        finally:
+            for message in dict.fromkeys(str(w.message) for w in caught):
+                _say("note", message)
+
+
+def render(frame: pl.DataFrame, fmt: str) -> str:
+    """``frame`` as text in ``fmt`` (table, csv or json), ending with a newline."""
+    if fmt == "csv":
+        return frame.write_csv()
+    text = frame.write_json() if fmt == "json" else table(frame)
+    return text + "\n"
+
+
+def write(frame: pl.DataFrame, fmt: str, path: Path) -> None:
+    """Write ``frame`` to ``path`` in ``fmt``."""
+    if fmt == "parquet":
+        frame.write_parquet(path)
+    elif fmt == "csv":
+        frame.write_csv(path)
+    elif fmt == "json":
+        frame.write_json(path)
+    else:
+        path.write_text(render(frame, fmt), encoding="utf-8")
+
+
+def table(frame: pl.DataFrame) -> str:
+    """Every row and column of ``frame``, aligned by polars."""
+    with pl.Config(**TABLE_CONFIG):
+        return str(frame)
+
+
+def run_metrics(args: argparse.Namespace) -> int:
+    rows = [{"metric": m.name, "summary": m.summary, "tasks": ", ".join(_tasks(m)),
+             "averages": averages_text(m)} for m in METRICS.values()]
+    sys.stdout.write(table(pl.DataFrame(rows)) + "\n")
+    return 0
+
+
+def _tasks(metric: Metric) -> list[str]:
+    return [t for t in TASKS if t in metric.families]
+
+
+def averages_text(metric: Metric) -> str:
+    """The averages of ``metric``, naming the tasks of those not every task of it has.
+
+    >>> averages_text(METRICS["accuracy"])
+    'none, micro, macro, weighted, macro_std (binary, multilabel)'
+    """
+    tasks = _tasks(metric)
+    groups: list[tuple[list[str], list[str]]] = []  # (averages, tasks having them), in order
+    for average in AVERAGES:
+        having = [t for t in tasks if average in metric.averages(t)]
+        if not having:
+            continue
+        if groups and groups[-1][1] == having:
+            groups[-1][0].append(average)
+        else:
+            groups.append(([average], having))
+    parts = [", ".join(names) + ("" if having == tasks else f" ({', '.join(having)})")
+             for names, having in groups]
+    return "; ".join(parts) or "-"
+
+
+def run_sql(args: argparse.Namespace) -> int:
+    text = me.sql(args.metric, task=args.task, average=args.average, dialect=args.dialect)
+    sys.stdout.write(text.rstrip("\n") + "\n")
+    return 0
+
+
+def _say(kind: str, message: str) -> None:
+    # one line whatever the message: engine errors can span several
+    print(f"{PROG}: {kind}: {' '.join(message.split())}", file=sys.stderr)
+
+
+def _error(message: str) -> int:
+    _say("error", message)
+    return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

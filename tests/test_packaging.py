@@ -1,0 +1,42 @@
+"""The built wheel carries queries/ inside the package, and the installed package reads it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from mleval_sql.registry import STEPS
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out),
+                    str(ROOT)], check=True, capture_output=True)
+    (built,) = out.glob("mleval_sql-*.whl")
+    return built
+
+
+@pytest.mark.slow
+def test_wheel_ships_every_query(wheel: Path):
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {f"mleval_sql/queries/{s}.sql" for s in STEPS} <= set(names)
+
+
+@pytest.mark.slow
+def test_installed_package_loads_its_own_queries(wheel: Path, tmp_path: Path):
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from mleval_sql import queries; "
+            "print(queries.folder()); print(queries.load('threshold_counts').splitlines()[0])")
+    done = subprocess.run([sys.executable, "-c", code, str(site)], cwd=tmp_path, check=True,
+                          capture_output=True, text=True)
+    folder, first_line = done.stdout.splitlines()
+    assert Path(folder) == site / "mleval_sql" / "queries"
+    assert first_line.startswith("-- threshold_counts:")
