@@ -1,0 +1,30 @@
+"""The README's two commands: CI runs the test command verbatim, and the main job works."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+from mleval_sql.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _commands() -> list[str]:
+    blocks = re.findall(r"```bash\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
+    return [line for block in blocks[:2] for line in block.splitlines()
+            if line and not line.startswith("#")]
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1]
+    assert ci == _commands()[1]
+
+
+def test_readme_main_job_runs_on_the_fixture(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    job = _commands()[0].split(".venv/bin/mleval ", 1)[1]
+    assert main(shlex.split(job)) == 0
+    out = capsys.readouterr().out
+    assert "subset_accuracy" in out and "macro" in out
