@@ -95,7 +95,9 @@ def _names(metrics: str | Sequence[str]) -> list[str]:
         raise InputError("no metrics asked for")
     for name in names:
         if name not in METRICS:
-            close = difflib.get_close_matches(str(name), METRICS, n=1, cutoff=0.5)
+            stem = str(name).removesuffix("_score")  # scikit-learn's function names
+            close = [stem] if stem in METRICS else difflib.get_close_matches(stem, METRICS, n=1,
+                                                                             cutoff=0.5)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise InputError(f"unknown metric {name!r}{hint} (`mleval metrics` lists them)")
     return list(dict.fromkeys(names))

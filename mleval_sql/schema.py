@@ -136,15 +136,15 @@ def check_summary(summary: pl.DataFrame, columns: Columns, weight: str | None,
                          "non-finite weight(s)")
 
     def example(key: str) -> object:
-        return summary.select(pl.col(key).drop_nulls().first()).item()
+        # the smallest offending sample over all segments: the same on either engine
+        return summary.select(pl.col(key).min()).item()
 
     if total["dup_rows"]:
         raise InputError(
             f"{total['dup_rows']} duplicate ({columns.sample}, {columns.label}) row(s), e.g. "
             f"sample {example('example_dup')!r}; if the input holds several models or datasets, "
             "name their columns in by=")
-    short = summary.filter(pl.col("min_rows") < pl.col("n_labels"))
-    if short.height:
+    if summary.filter(pl.col("min_rows") < pl.col("n_labels")).height:
         raise InputError(
             f"sample {example('example_short')!r} lacks rows for some labels: every sample of a "
             "segment needs a row for each label the segment has")
@@ -163,7 +163,7 @@ def _task(summary: pl.DataFrame, columns: Columns, task: Task | None) -> Task:
             return "binary"
         if exactly_one:
             warnings.warn("task inferred as 'multiclass' (every sample has exactly one true "
-                          "label); pass task='multilabel' to score labels independently",
+                          "label); set the task to 'multilabel' to score labels independently",
                           stacklevel=3)
             return "multiclass"
         return "multilabel"
@@ -174,7 +174,7 @@ def _task(summary: pl.DataFrame, columns: Columns, task: Task | None) -> Task:
                          f"{summary['max_rows'].max()} rows (several labels): use "
                          "task='multilabel' or 'multiclass'")
     if task == "multiclass" and not exactly_one:
-        sample = summary.select(pl.col("example_not_one_true").drop_nulls().first()).item()
+        sample = summary.select(pl.col("example_not_one_true").min()).item()
         raise InputError(f"task 'multiclass' needs exactly one true label per sample in "
                          f"{columns.truth!r}, but samples have {min_true} to {max_true}, "
                          f"e.g. sample {sample!r}")

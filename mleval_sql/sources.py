@@ -11,6 +11,7 @@ DataFrame, or a DuckDB relation.
 
 from __future__ import annotations
 
+import glob
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.dataset as pads
 
+from mleval_sql.queries import identifier
 from mleval_sql.schema import InputError
 
 
@@ -35,7 +37,7 @@ class Parquet:
         return self.polars().collect_schema()
 
     def polars(self) -> pl.LazyFrame:
-        return pl.scan_parquet(list(self.paths), hive_partitioning=True)
+        return _plain(pl.scan_parquet(list(self.paths), hive_partitioning=True))
 
     def duckdb(self, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
         return con.read_parquet(list(self.paths), hive_partitioning=True)
@@ -54,8 +56,9 @@ class InMemory:
         return self.frame
 
     def duckdb(self, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
-        con.register("mleval_input", self.frame)  # DuckDB scans polars frames through Arrow
-        return con.table("mleval_input")
+        # An anonymous relation, scanned through Arrow (a LazyFrame is re-run on each scan):
+        # registering a name would leave it on the user's connection and shadow their own table.
+        return con.from_arrow(self.frame)
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,7 @@ class ArrowDataset:
         return self.polars().collect_schema()
 
     def polars(self) -> pl.LazyFrame:
-        return pl.scan_pyarrow_dataset(self.dataset)
+        return _plain(pl.scan_pyarrow_dataset(self.dataset))
 
     def duckdb(self, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
         return con.from_arrow(self.dataset)
@@ -81,13 +84,19 @@ class DuckDBRelation:
     relation: duckdb.DuckDBPyRelation
 
     def schema(self) -> pl.Schema:
-        return self.relation.limit(0).pl().schema
+        return self.polars().collect_schema()
 
     def polars(self) -> pl.LazyFrame:
-        return self.relation.pl(lazy=True)
+        return _plain(self.relation.pl(lazy=True))
 
     def duckdb(self, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
-        return self.relation
+        coded = {name for name, dtype in zip(self.relation.columns, self.relation.types,
+                                             strict=True) if str(dtype).startswith("ENUM")}
+        if not coded:
+            return self.relation
+        return self.relation.project(", ".join(
+            f"CAST({identifier(n)} AS VARCHAR) AS {identifier(n)}" if n in coded
+            else identifier(n) for n in self.relation.columns))
 
 
 Source = Parquet | InMemory | ArrowDataset | DuckDBRelation
@@ -103,31 +112,46 @@ def as_source(data: Any) -> Source:
                                                    for p in data):
         return Parquet(tuple(_parquet_path(p) for p in data))
     if isinstance(data, pl.LazyFrame):
-        return InMemory(data)
+        return InMemory(_plain(data))
     if isinstance(data, pl.DataFrame):
-        return InMemory(data.lazy())
+        return InMemory(_plain(data.lazy()))
     if isinstance(data, pa.Table):
-        return InMemory(pl.from_arrow(data).lazy())  # type: ignore[union-attr]
+        return InMemory(_plain(pl.from_arrow(data).lazy()))  # type: ignore[union-attr]
     if isinstance(data, pa.RecordBatchReader):
         # a reader can be read once, and evaluation scans twice (checks, then metrics)
-        return InMemory(pl.from_arrow(data.read_all()).lazy())  # type: ignore[union-attr]
+        return InMemory(_plain(pl.from_arrow(data.read_all()).lazy()))  # type: ignore[union-attr]
     if isinstance(data, pads.Dataset):
         return ArrowDataset(data)
     if isinstance(data, duckdb.DuckDBPyRelation):
         return DuckDBRelation(data)
     if type(data).__module__.split(".")[0] == "pandas":
-        return InMemory(pl.from_pandas(data).lazy())
+        return InMemory(_plain(pl.from_pandas(data).lazy()))
     raise InputError(f"cannot read predictions from a {type(data).__name__}; give parquet "
                      "paths, an Arrow table or dataset, a polars, pandas or DuckDB table")
 
 
+def _plain(frame: pl.LazyFrame) -> pl.LazyFrame:
+    """``frame`` with Categorical and Enum columns as plain strings.
+
+    DuckDB reads Arrow dictionaries as VARCHAR, so labels and segments must compare and sort by
+    their text on the polars side too (an Enum sorts by its category order: argmax ties and the
+    result order would differ between the engines).
+    """
+    coded = [name for name, dtype in frame.collect_schema().items()
+             if isinstance(dtype, (pl.Categorical, pl.Enum))]
+    return frame.with_columns(pl.col(coded).cast(pl.String)) if coded else frame
+
+
 def _parquet_path(path: str | os.PathLike[str]) -> str:
     text = os.fspath(path)
-    if any(ch in text for ch in "*?["):
+    if "://" in text:  # object stores: the engines resolve these themselves
         return text
-    p = Path(text)
-    if p.is_dir():
-        return str(p / "**" / "*.parquet")
-    if not p.exists():
+    if Path(text).is_dir():
+        text = str(Path(text) / "**" / "*.parquet")
+    if any(ch in text for ch in "*?["):
+        if not glob.glob(text, recursive=True):
+            raise InputError(f"no parquet files match {text}")
+        return text
+    if not Path(text).exists():
         raise InputError(f"no such file or folder: {text}")
     return text

@@ -4,11 +4,17 @@
 -- Params: $beta (of F-beta), $zero_division (the value of 0/0: 0, 1 or NULL)
 -- Gives:  segment, metric, average, label, value
 --   precision, recall, f1, fbeta, jaccard with average 'samples': the weighted mean of the
---   per-sample values, skipping NULLs (0/0 with zero_division NULL).
+--   per-sample values, skipping NULLs (0/0 with zero_division NULL). As in scikit-learn, the
+--   counts of a sample are scaled by its weight, so a zero-weight sample's values are 0/0.
 --   subset_accuracy: share of samples whose every label is decided right (exact match).
 --   adjusted_accuracy: share of samples whose top-scored label is true.
 WITH params AS (
     SELECT CAST($beta AS DOUBLE) AS beta, CAST($zero_division AS DOUBLE) AS zero_division
+),
+counts AS (
+    SELECT segment, weight, top_true, fp + fn = 0 AS exact,
+           weight * tp AS tp, weight * fp AS fp, weight * fn AS fn
+    FROM sample_counts
 ),
 scores AS (
     SELECT
@@ -21,9 +27,9 @@ scores AS (
              ELSE (1 + beta * beta) * tp / ((1 + beta * beta) * tp + beta * beta * fn + fp)
         END AS fbeta,
         CASE WHEN tp + fp + fn = 0 THEN zero_division ELSE tp / (tp + fp + fn) END AS jaccard,
-        CAST(fp + fn = 0 AS DOUBLE) AS subset_accuracy,
+        CAST(exact AS DOUBLE) AS subset_accuracy,
         CAST(top_true AS DOUBLE) AS adjusted_accuracy
-    FROM sample_counts, params
+    FROM counts, params
 ),
 long AS (
     SELECT *

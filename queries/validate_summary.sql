@@ -1,8 +1,14 @@
 -- validate_summary: what the input checks need, one row per segment (see mleval_sql/schema.py).
 -- Reads:  predictions(sample, label, score, truth, weight, segment)
 -- Gives:  segment, n_rows, n_samples, n_labels, counts of bad values, rows and true labels per
---         sample (min/max), duplicate rows, and one example sample for each kind of problem.
-WITH per_sample AS (
+--         sample (min/max), duplicate rows, and for each kind of problem the smallest sample of
+--         the segment that has it (null when none has).
+WITH segment_labels AS (
+    SELECT segment, count(DISTINCT label) AS n_labels
+    FROM predictions
+    GROUP BY segment
+),
+per_sample AS (
     SELECT
         segment,
         sample,
@@ -20,17 +26,20 @@ WITH per_sample AS (
     FROM predictions
     GROUP BY segment, sample
 ),
-segment_labels AS (
-    SELECT segment, count(DISTINCT label) AS n_labels
-    FROM predictions
-    GROUP BY segment
+samples AS (
+    SELECT
+        per_sample.*,
+        n_rows - n_distinct - null_label AS dup,
+        segment_labels.n_labels
+    FROM per_sample
+    JOIN segment_labels ON per_sample.segment IS NOT DISTINCT FROM segment_labels.segment
 )
 SELECT
-    per_sample.segment,
+    segment,
     sum(n_rows) AS n_rows,
     count(sample) AS n_samples,
     any_value(n_labels) AS n_labels,
-    sum(n_rows) FILTER (WHERE sample IS NULL) AS null_sample,
+    coalesce(sum(n_rows) FILTER (WHERE sample IS NULL), 0) AS null_sample,
     sum(null_label) AS null_label,
     sum(null_score) AS null_score,
     sum(nan_score) AS nan_score,
@@ -39,14 +48,13 @@ SELECT
     sum(bad_weight) AS bad_weight,
     min(n_rows) AS min_rows,
     max(n_rows) AS max_rows,
-    sum(n_rows - n_distinct - null_label) AS dup_rows,
+    sum(dup) AS dup_rows,
     min(n_true) AS min_true,
     max(n_true) AS max_true,
     count(*) FILTER (WHERE uneven_weight) AS uneven_weight,
-    arg_max(sample, n_rows - n_distinct - null_label) AS example_dup,
-    arg_min(sample, n_distinct) AS example_short,
-    any_value(sample) FILTER (WHERE n_true <> 1) AS example_not_one_true,
-    any_value(sample) FILTER (WHERE uneven_weight) AS example_weight
-FROM per_sample
-JOIN segment_labels ON per_sample.segment IS NOT DISTINCT FROM segment_labels.segment
-GROUP BY per_sample.segment
+    min(sample) FILTER (WHERE dup > 0) AS example_dup,
+    min(sample) FILTER (WHERE n_rows < n_labels) AS example_short,
+    min(sample) FILTER (WHERE n_true <> 1) AS example_not_one_true,
+    min(sample) FILTER (WHERE uneven_weight) AS example_weight
+FROM samples
+GROUP BY segment

@@ -204,8 +204,8 @@ def _samples(seg: Segment, metric: str) -> Rows:
     extra = {"beta": seg.beta} if metric == "fbeta" else {}
     if metric == "jaccard" and seg.zero_division is None:
         # scikit-learn 1.9's jaccard_score does not skip nan samples; every average here does
-        values = [_ratio(float((t & p).sum()), float((t | p).sum()), None)
-                  for t, p in zip(seg.truth, seg.decided, strict=True)]
+        values = [_ratio(w * (t & p).sum(), w * (t | p).sum(), None)
+                  for t, p, w in zip(seg.truth, seg.decided, seg.weight, strict=True)]
         return [("samples", None, None, _nan_average(values, list(seg.weight)))]
     return [("samples", None, None, _quiet(fn, seg.truth, seg.decided, average="samples",
                                             sample_weight=seg.weight, zero_division=seg.zd,

@@ -28,17 +28,20 @@ class DuckDBEngine:
                  *, connection: duckdb.DuckDBPyConnection | None = None,
                  memory_limit: str | None = None, temp_directory: str | None = None) -> None:
         self.con = connection or duckdb.connect()
-        if memory_limit:
-            self.con.execute("SET memory_limit = $limit", {"limit": memory_limit})
-        if temp_directory:
-            self.con.execute("SET temp_directory = $dir", {"dir": temp_directory})
         self.prefix = f"mleval_{uuid.uuid4().hex[:8]}_"
-        self.created: list[str] = []
+        self.created: list[tuple[str, str]] = []
+        self.restore: dict[str, object] = {}
+        self._set("memory_limit", memory_limit)
+        self._set("temp_directory", temp_directory)
         relation = source.duckdb(self.con)
-        if isinstance(source, DuckDBRelation) and connection is None:
-            # the relation lives on another connection: copy it in once, streamed through Arrow
-            self.con.from_arrow(relation.fetch_arrow_reader()).create(self._name("input"))
-            self.created.append(("TABLE", self._name("input")))
+        if isinstance(source, DuckDBRelation):
+            relation.create_view(self._name("input"), replace=True)
+            if self._visible(self._name("input")):  # it lives on this connection: use it there
+                self.created.append(("VIEW", self._name("input")))
+            else:  # another connection's: copy it in once, streamed through Arrow
+                relation.query("input", f"DROP VIEW {queries.identifier(self._name('input'))}")
+                self.con.from_arrow(relation.to_arrow_reader()).create(self._name("input"))
+                self.created.append(("TABLE", self._name("input")))
         else:
             relation.create_view(self._name("input"), replace=True)
             self.created.append(("VIEW", self._name("input")))
@@ -66,11 +69,29 @@ class DuckDBEngine:
         return out
 
     def close(self) -> None:
+        """Drop what the run created and restore the settings it changed."""
         for kind, name in reversed(self.created):
             self.con.execute(f"DROP {kind} IF EXISTS {queries.identifier(name)}")
         self.created.clear()
+        for setting, value in self.restore.items():
+            self.con.execute(f"SET {setting} = $value", {"value": value})
+        self.restore.clear()
 
     # -- plumbing ---------------------------------------------------------------------------
+
+    def _set(self, setting: str, value: str | None) -> None:
+        if value is None:
+            return
+        self.restore[setting] = self.con.execute(
+            "SELECT current_setting($name)", {"name": setting}).fetchone()[0]
+        self.con.execute(f"SET {setting} = $value", {"value": value})
+
+    def _visible(self, relation: str) -> bool:
+        try:
+            self.con.table(relation)
+        except duckdb.CatalogException:
+            return False
+        return True
 
     def _name(self, relation: str) -> str:
         return self.prefix + relation

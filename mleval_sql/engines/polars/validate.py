@@ -9,7 +9,13 @@ _weight = pl.col("weight")
 
 
 def validate_summary(predictions: pl.LazyFrame) -> pl.LazyFrame:
-    """One row per segment with the counts and examples that ``schema.check_summary`` reads."""
+    """One row per segment with the counts and examples that ``schema.check_summary`` reads.
+
+    Each ``example_*`` is the smallest sample of the segment with that problem (null if none),
+    as in the SQL, so both engines name the same sample.
+    """
+    segment_labels = predictions.group_by("segment").agg(
+        n_labels=pl.col("label").drop_nulls().n_unique())
     per_sample = predictions.group_by("segment", "sample").agg(
         n_rows=pl.len(),
         n_distinct=pl.col("label").drop_nulls().n_unique(),
@@ -21,12 +27,15 @@ def validate_summary(predictions: pl.LazyFrame) -> pl.LazyFrame:
         bad_weight=(_weight.is_null() | (_weight < 0) | ~_weight.is_finite()).sum(),
         n_true=(_truth == 1).sum(),
         uneven_weight=_weight.min() != _weight.max(),
-    ).with_columns(dup=pl.col("n_rows") - pl.col("n_distinct") - pl.col("null_label"))
-    segment_labels = predictions.group_by("segment").agg(n_labels=pl.col("label").n_unique())
+    )
+    samples = per_sample.with_columns(
+        dup=pl.col("n_rows") - pl.col("n_distinct") - pl.col("null_label"),
+    ).join(segment_labels, on="segment", how="inner", nulls_equal=True)
     sample = pl.col("sample")
-    return per_sample.group_by("segment").agg(
+    return samples.group_by("segment").agg(
         n_rows=pl.col("n_rows").sum(),
         n_samples=sample.count(),
+        n_labels=pl.col("n_labels").first(),
         null_sample=pl.col("n_rows").filter(sample.is_null()).sum(),
         null_label=pl.col("null_label").sum(),
         null_score=pl.col("null_score").sum(),
@@ -40,8 +49,8 @@ def validate_summary(predictions: pl.LazyFrame) -> pl.LazyFrame:
         min_true=pl.col("n_true").min(),
         max_true=pl.col("n_true").max(),
         uneven_weight=pl.col("uneven_weight").sum(),
-        example_dup=sample.sort_by("dup", descending=True).first(),
-        example_short=sample.sort_by("n_distinct").first(),
-        example_not_one_true=sample.filter(pl.col("n_true") != 1).first(),
-        example_weight=sample.filter(pl.col("uneven_weight")).first(),
-    ).join(segment_labels, on="segment", how="left", nulls_equal=True)
+        example_dup=sample.filter(pl.col("dup") > 0).min(),
+        example_short=sample.filter(pl.col("n_rows") < pl.col("n_labels")).min(),
+        example_not_one_true=sample.filter(pl.col("n_true") != 1).min(),
+        example_weight=sample.filter(pl.col("uneven_weight")).min(),
+    )

@@ -1,0 +1,292 @@
+"""Bad input gets one clear line, on both engines; task inference and undefined values don't.
+
+Each bad case is a row of ``CASES``: how to break a good table (or the call), and fragments the
+``mleval_sql.InputError`` message must contain (the column, sample id or count at fault). Both
+engines must raise the same message. Then: how the task is inferred, that an undefined metric
+in one segment is null rather than an error, and that a failed run leaves a user's DuckDB
+connection as it found it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+import numpy as np
+import polars as pl
+import pytest
+
+import mleval_sql as me
+
+ENGINES = ["duckdb", "polars"]
+LABELS = ("cat", "dog", "eel")
+
+
+def make_data(n_samples: int = 12, seed: int = 3) -> pl.DataFrame:
+    """A good multilabel table: 12 samples x 3 labels, per-sample weights, two regions."""
+    rng = np.random.default_rng(seed)
+    n = n_samples * len(LABELS)
+    sample = np.repeat(np.arange(n_samples), len(LABELS))
+    return pl.DataFrame({
+        "sample": sample,
+        "label": np.tile(LABELS, n_samples),
+        "score": rng.random(n).round(3),
+        "truth": (rng.random(n) < 0.4).astype(np.int64),
+        "weight": rng.integers(1, 4, n_samples).astype(float)[sample],
+        "region": np.array(["north", "south"])[sample % 2],
+    })
+
+
+def multiclass(data: pl.DataFrame) -> pl.DataFrame:
+    """``data`` with exactly one true label per sample (the one after sample % 3)."""
+    return data.with_columns(
+        truth=(pl.col("label") == pl.lit(np.array(LABELS))
+               .get(pl.col("sample") % 3)).cast(pl.Int64))
+
+
+def put(column: str, value: Any, *, sample: int = 5, label: str = "dog",
+        dtype: pl.DataType | None = None) -> Callable[[pl.DataFrame], pl.DataFrame]:
+    """A breaker setting ``column`` of the row (sample, label) to ``value``."""
+    def breaker(data: pl.DataFrame) -> pl.DataFrame:
+        row = (pl.col("sample") == sample) & (pl.col("label") == label)
+        return data.with_columns(
+            pl.when(row).then(pl.lit(value, dtype=dtype or data.schema[column]))
+            .otherwise(pl.col(column)).alias(column))
+    return breaker
+
+
+def _both_models(data: pl.DataFrame) -> pl.DataFrame:
+    return pl.concat([data.with_columns(model=pl.lit("m1")),
+                      data.with_columns(model=pl.lit("m2"), score=1 - pl.col("score"))])
+
+
+@dataclass(frozen=True)
+class Case:
+    """A bad input: ``breaker`` spoils the good table, ``kwargs`` the call."""
+
+    name: str
+    breaker: Callable[[pl.DataFrame], pl.DataFrame] | None
+    fragments: tuple[str, ...]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def _keep(data: pl.DataFrame) -> pl.DataFrame:
+    return data
+
+
+CASES = [
+    # columns and their types
+    Case("missing column", lambda d: d.drop("score"), ("missing column 'score'",)),
+    Case("missing mapped column", _keep, ("missing column 'prob'", "'score'"),
+         {"columns": {"score": "prob"}}),
+    Case("missing mapped weight", _keep, ("missing weight column 'w'",),
+         {"columns": {"weight": "w"}}),
+    Case("score not numeric", lambda d: d.with_columns(pl.col("score").cast(pl.String)),
+         ("'score'", "numeric", "String")),
+    Case("truth not boolean or numeric",
+         lambda d: d.with_columns(pl.col("truth").cast(pl.String)), ("'truth'", "String")),
+    Case("weight not numeric", lambda d: d.with_columns(pl.col("weight").cast(pl.String)),
+         ("'weight'", "numeric")),
+    # bad values
+    Case("null score", put("score", None), ("'score'", "1 null")),
+    Case("NaN score", put("score", float("nan")), ("'score'", "1 NaN")),
+    Case("infinite score", put("score", float("-inf")), ("'score'", "infinite")),
+    Case("null score of a mapped column",
+         lambda d: put("score", None)(d).rename({"score": "prob"}), ("'prob'", "1 null"),
+         {"columns": {"score": "prob"}}),
+    Case("null truth", put("truth", None), ("'truth'", "1 null")),
+    Case("truth = 2", put("truth", 2), ("'truth'", "1 outside {0, 1}")),
+    Case("truth = 0.5", lambda d: put("truth", 0.5)(d.with_columns(pl.col("truth") * 1.0)),
+         ("'truth'", "1 outside {0, 1}")),
+    Case("negative weight", lambda d: put("weight", -1.0)(put("weight", -1.0, label="cat")(
+        put("weight", -1.0, label="eel")(d))), ("'weight'", "3 null, negative")),
+    Case("NaN weight", put("weight", float("nan")), ("'weight'", "non-finite")),
+    Case("null weight", put("weight", None), ("'weight'", "1 null")),
+    Case("null sample", put("sample", None), ("'sample'", "1 null")),
+    Case("null label", put("label", None), ("'label'", "1 null")),
+    # the shape of the table
+    Case("duplicate row", lambda d: pl.concat([d, d.filter(pl.col("sample") == 7)]),
+         ("3 duplicate (sample, label)", "sample 7")),
+    Case("several models, no by=", _both_models, ("36 duplicate", "by=")),
+    Case("duplicate in one segment only",
+         lambda d: pl.concat([d, d.filter((pl.col("sample") == 9) & (pl.col("label") == "eel"))]),
+         ("1 duplicate", "sample 9"), {"by": ["region"]}),
+    Case("sample missing a label's row",
+         lambda d: d.filter((pl.col("sample") != 7) | (pl.col("label") != "dog")),
+         ("sample 7 lacks rows",)),
+    Case("sample missing a label's row, segmented",
+         lambda d: d.filter(~pl.col("sample").is_in([7, 9]) | (pl.col("label") != "dog")),
+         ("sample 7 lacks rows",), {"by": "region"}),
+    Case("weights differ within a sample", put("weight", 9.0, sample=4),
+         ("sample 4", "different weights")),
+    Case("empty input", lambda d: d.head(0), ("no rows",)),
+    Case("empty input, segmented", lambda d: d.head(0), ("no rows",), {"by": ["region"]}),
+    # tasks
+    Case("multiclass sample with no true label",
+         lambda d: put("truth", 0, sample=5, label="eel")(multiclass(d)),
+         ("'multiclass'", "exactly one true label", "sample 5", "0 to 1"),
+         {"task": "multiclass"}),
+    Case("multiclass sample with two true labels",
+         lambda d: put("truth", 1, sample=8, label="cat")(multiclass(d)),
+         ("'multiclass'", "sample 8", "1 to 2"), {"task": "multiclass"}),
+    Case("binary task, several labels per sample", _keep,
+         ("task 'binary'", "3 rows"), {"task": "binary"}),
+    Case("unknown task", _keep, ("unknown task 'regresion'",), {"task": "regresion"}),
+    # the call
+    Case("unknown metric", _keep, ("unknown metric 'precison'", "did you mean 'precision'"),
+         {"metrics": ["precison"]}),
+    Case("unknown metric f1_score", _keep, ("unknown metric 'f1_score'", "'f1'"),
+         {"metrics": ["f1_score"]}),
+    Case("unknown average", _keep, ("unknown average 'mean'",), {"average": "mean"}),
+    Case("unknown engine", _keep, ("unknown engine 'spark'",), {"engine": "spark"}),
+    Case("average the metric lacks", _keep, ("'tp'", "no average 'samples'"),
+         {"metrics": ["tp"], "average": "samples"}),
+    Case("threshold NaN", _keep, ("threshold", "nan"), {"threshold": float("nan")}),
+    Case("beta = 0", _keep, ("beta", "got 0"), {"beta": 0}),
+    Case("beta < 0", _keep, ("beta", "got -1"), {"beta": -1.0}),
+    Case("k = 0", _keep, ("k must be", "got 0"), {"k": 0}),
+    Case("zero_division = 0.5", _keep, ("zero_division", "0.5"), {"zero_division": 0.5}),
+    Case("segment named like a result column", lambda d: d.rename({"region": "metric"}),
+         ("segment column 'metric'", "clashes"), {"by": ["metric"]}),
+    Case("segment named segment", lambda d: d.rename({"region": "segment"}),
+         ("segment column 'segment'", "clashes"), {"by": ["segment"]}),
+    Case("segment column does not exist", _keep, ("segment column 'shop'", "not in the input"),
+         {"by": ["shop"]}),
+    Case("segment is a prediction column", _keep, ("segment column 'label'",), {"by": ["label"]}),
+    Case("unknown column role", _keep, ("unknown column role 'prediction'",),
+         {"columns": {"prediction": "score"}}),
+    Case("unreadable source", lambda d: d.rows(), ("cannot read predictions from a list",)),
+]
+
+
+def _params() -> list:
+    return [pytest.param(c, id=c.name) for c in CASES]
+
+
+def raise_for(case: Case, engine: str) -> me.InputError:
+    data = make_data()
+    source = case.breaker(data) if case.breaker else data
+    kwargs = {"engine": engine, **case.kwargs}
+    with pytest.raises(me.InputError) as caught:
+        me.evaluate(source, **kwargs)
+    return caught.value
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("case", _params())
+def test_bad_input_is_named_in_one_line(case: Case, engine: str) -> None:
+    error = raise_for(case, engine)
+    message = str(error)
+    assert isinstance(error, ValueError)
+    assert "\n" not in message
+    for fragment in case.fragments:
+        assert fragment in message
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if "engine" not in c.kwargs],
+                         ids=lambda c: c.name)
+def test_both_engines_say_the_same(case: Case) -> None:
+    assert str(raise_for(case, "duckdb")) == str(raise_for(case, "polars"))
+
+
+def test_every_case_is_good_before_it_is_broken() -> None:
+    """The good table passes: the cases fail for what they break, not for the table."""
+    good = make_data()
+    for engine in ENGINES:
+        assert me.evaluate(good, engine=engine, by="region").height > 0
+        assert me.evaluate(multiclass(good), engine=engine, task="multiclass").height > 0
+
+
+# -- task inference ---------------------------------------------------------------------------
+
+
+def _same(a: pl.DataFrame, b: pl.DataFrame) -> bool:
+    return a.select(pl.exclude("value")).equals(b.select(pl.exclude("value"))) and bool(
+        np.allclose(a["value"].to_numpy(), b["value"].to_numpy(), rtol=0, atol=1e-12))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_one_row_per_sample_is_binary(engine: str) -> None:
+    data = make_data().filter(pl.col("label") == "dog")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        inferred = me.evaluate(data, ["precision", "recall"], engine=engine)
+    assert _same(inferred, me.evaluate(data, ["precision", "recall"], engine=engine,
+                                       task="binary"))
+    assert inferred["label"].to_list() == ["dog", "dog"]  # binary: per label, no average
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_one_true_label_per_sample_is_multiclass_with_a_warning(engine: str) -> None:
+    data = multiclass(make_data())
+    with pytest.warns(UserWarning, match="task to 'multilabel'"):
+        inferred = me.evaluate(data, ["accuracy", "f1"], engine=engine)
+    as_multiclass = me.evaluate(data, ["accuracy", "f1"], engine=engine, task="multiclass")
+    as_multilabel = me.evaluate(data, ["accuracy", "f1"], engine=engine, task="multilabel")
+    assert _same(inferred, as_multiclass)
+    assert not _same(inferred, as_multilabel)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_other_tables_are_multilabel(engine: str) -> None:
+    data = make_data()
+    assert data.group_by("sample").agg(pl.col("truth").sum())["truth"].n_unique() > 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        inferred = me.evaluate(data, ["accuracy", "f1", "subset_accuracy"], engine=engine)
+    assert _same(inferred, me.evaluate(data, ["accuracy", "f1", "subset_accuracy"],
+                                       engine=engine, task="multilabel"))
+
+
+# -- undefined is null, not an error ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_undefined_metric_in_one_segment_is_null(engine: str) -> None:
+    # the south predicts nothing: its precision is 0/0
+    data = make_data().with_columns(
+        score=pl.when(pl.col("region") == "south").then(0.1).otherwise(pl.col("score")))
+    got = me.evaluate(data, ["precision", "recall"], by="region", engine=engine,
+                      average=["none", "macro"])
+    precision = got.filter(metric="precision")
+    assert precision.filter(region="south")["value"].null_count() == 4  # 3 labels + macro
+    assert precision.filter(region="north")["value"].null_count() == 0
+    recall = got.filter(metric="recall", region="south", average="macro")["value"]
+    assert recall.to_list() == [0.0]
+    zero = me.evaluate(data, ["precision"], by="region", engine=engine, zero_division=0)
+    assert zero.filter(region="south")["value"].to_list() == [0.0]
+
+
+# -- a failed run on the user's connection --------------------------------------------------
+
+
+def _objects(con: duckdb.DuckDBPyConnection) -> list[tuple]:
+    return con.sql("SELECT 'view', view_name FROM duckdb_views() WHERE NOT internal "
+                   "UNION ALL SELECT 'table', table_name FROM duckdb_tables() "
+                   "ORDER BY ALL").fetchall()
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.name in (
+    "null score", "duplicate row", "multiclass sample with two true labels", "k = 0",
+    "unknown average")], ids=lambda c: c.name)
+@pytest.mark.parametrize("as_relation", [False, True], ids=["polars", "relation"])
+def test_failed_run_leaves_the_connection_as_found(case: Case, as_relation: bool) -> None:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE predictions AS SELECT 1 AS mine")
+    assert case.breaker is not None
+    bad = case.breaker(make_data())
+    source = con.from_arrow(bad.to_arrow()) if as_relation else bad
+    before = _objects(con)
+    with pytest.raises(me.InputError):
+        me.evaluate(source, engine="duckdb", connection=con, **case.kwargs)
+    assert _objects(con) == before
+
+
+@pytest.mark.parametrize("pattern", ["nothing/*.parquet", "empty_folder"])
+def test_parquet_paths_that_match_nothing(tmp_path, pattern: str) -> None:
+    (tmp_path / "empty_folder").mkdir()
+    with pytest.raises(me.InputError, match="no parquet files match"):
+        me.evaluate(str(tmp_path / pattern), ["f1"])
