@@ -5,10 +5,10 @@
 ['accuracy', 'adjusted_accuracy', 'balanced_accuracy']
 """
 
-from mleval_sql.api import evaluate
+from mleval_sql.api import curve, evaluate
 from mleval_sql.dialects import sql
 from mleval_sql.registry import METRICS
 from mleval_sql.schema import Columns, InputError
 
-__all__ = ["METRICS", "Columns", "InputError", "evaluate", "sql"]
+__all__ = ["METRICS", "Columns", "InputError", "curve", "evaluate", "sql"]
 __version__ = "0.1.0"

@@ -1,4 +1,5 @@
-"""``evaluate``: check the input, plan the statistics once, run them on an engine, tidy the rows.
+"""``evaluate`` and ``curve``: check the input, plan the statistics once, run them on an engine,
+tidy the rows.
 
 >>> import polars as pl
 >>> data = pl.DataFrame({"sample": [1, 2, 3, 4], "label": "spam",
@@ -11,18 +12,40 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import polars as pl
 
-from mleval_sql.engines import EngineName, make_engine
-from mleval_sql.registry import AVERAGES, METRICS, STEPS, Family, default_averages
-from mleval_sql.schema import Columns, InputError, Task, check_columns, check_summary
+from mleval_sql.engines import Engine, EngineName, make_engine
+from mleval_sql.registry import (
+    AVERAGES,
+    CURVES,
+    DECISIONS,
+    METRICS,
+    SAMPLES,
+    STEPS,
+    SWEEP,
+    Family,
+    default_averages,
+)
+from mleval_sql.schema import (
+    Columns,
+    InputError,
+    Task,
+    check_columns,
+    check_probabilities,
+    check_summary,
+)
 from mleval_sql.sources import as_source
 
 DEFAULT_METRICS = ("accuracy", "precision", "recall", "f1")
+CurveKind = Literal["roc", "pr", "sweep", "reliability"]
+#: Parameters shown as a result column on the rows of the metrics that use them.
+METRIC_PARAMS = ("beta", "k", "max_fpr", "min_recall", "min_precision", "n_bins")
+SWEEP_METRICS = ("tp", "fp", "fn", "tn", "precision", "recall")
 
 
 @dataclass
@@ -52,10 +75,16 @@ def evaluate(
     task: Task | None = None,
     engine: EngineName = "duckdb",
     threshold: float = 0.5,
+    thresholds: Sequence[float] | None = None,
+    bins: int | None = None,
     average: str | Sequence[str] | None = None,
     beta: float = 1.0,
     k: int = 2,
     zero_division: float | None = None,
+    max_fpr: float | None = None,
+    min_recall: float = 0.9,
+    min_precision: float = 0.9,
+    n_bins: int = 10,
     columns: Mapping[str, str | None] | None = None,
     memory_limit: str | None = None,
     connection: Any = None,
@@ -65,14 +94,96 @@ def evaluate(
     ``source``: parquet path(s), glob or hive folder; Arrow, polars, pandas or DuckDB data with
     columns ``sample, label, score, truth[, weight]`` (other names through ``columns=``).
     ``by``: segment columns. ``average``: "none" (per label), "micro", "macro", "weighted",
-    "samples", "macro_std", or a list; default per label for binary, macro otherwise.
-    ``zero_division``: the value of 0/0 (0, 1, or None for null).
+    "samples", "macro_std", "variance_weighted" (r2), or a list; default per label for binary
+    and regression, macro otherwise. ``zero_division``: the value of 0/0 (0, 1, or None: null).
+    ``thresholds`` (a list) or ``bins`` (N: thresholds 0, 1/N, ..., 1) sweep the decision
+    metrics; ``bins`` also makes ranking metrics approximate one-pass aggregates.
 
-    Returns ``*by, metric, average, label, [predicted, threshold, beta, k,] value``, sorted.
+    Returns ``*by, metric, average, label, [predicted, threshold, <parameters>,] value``, sorted.
+
+    >>> evaluate("fixtures/lake", ["roc_auc", "f1"], by="model")  # doctest: +SKIP
     """
-    metric_names = _names(metrics)
+    names = _names(metrics)
     by = [by] if isinstance(by, str) else list(by)
-    params = _params(threshold=threshold, beta=beta, k=k, zero_division=zero_division)
+    params = _params(threshold=threshold, thresholds=thresholds, bins=bins, beta=beta, k=k,
+                     zero_division=zero_division, max_fpr=max_fpr, min_recall=min_recall,
+                     min_precision=min_precision, n_bins=n_bins)
+    if task is None and all(set(METRICS[m].families) == {"regression"} for m in names):
+        task = "regression"
+    with _prepared(source, by=by, task=task, engine=engine, columns=columns,
+                   memory_limit=memory_limit, connection=connection) as (runner, task, check):
+        check([m for m in names if METRICS[m].probabilities])
+        plan = _plan(names, task, _averages(average, task), sweep=params["thresholds"] is not None)
+        if thresholds is not None and SWEEP.name not in plan.families:
+            raise InputError(f"{', '.join(names)} cannot be swept over thresholds for task "
+                             f"{task!r}; sweeps cover the label-wise decision metrics of binary "
+                             "and multilabel tasks")
+        results = runner.results(plan.steps(), params, numeric_truth=task == "regression")
+    return _tidy(plan, results, params, by)
+
+
+def curve(
+    source: Any,
+    kind: CurveKind = "roc",
+    *,
+    by: str | Sequence[str] = (),
+    task: Task | None = None,
+    engine: EngineName = "duckdb",
+    thresholds: Sequence[float] | None = None,
+    bins: int | None = None,
+    n_bins: int = 10,
+    drop_intermediate: bool | None = None,
+    columns: Mapping[str, str | None] | None = None,
+    memory_limit: str | None = None,
+    connection: Any = None,
+) -> pl.DataFrame:
+    """A curve per (segment, label) as a table.
+
+    ``roc`` and ``pr``: one row per distinct score (tied scores are one threshold) plus the
+    origin (threshold +inf), ``*by, label, threshold, tp, fp, fn, tn, tpr, fpr, precision,
+    recall``; ``drop_intermediate`` drops the points scikit-learn drops (default: True for roc,
+    False for pr, as scikit-learn). ``sweep``: the same columns at ``thresholds`` or at ``bins``
+    + 1 evenly spaced thresholds. ``reliability``: ``*by, label, bin, lower, upper, mean_score,
+    observed_rate, weight`` over ``n_bins`` equal-width bins (non-empty ones).
+
+    >>> curve("fixtures/lake", "roc", by="model")  # doctest: +SKIP
+    """
+    by = [by] if isinstance(by, str) else list(by)
+    if kind == "sweep":
+        if thresholds is None and bins is None:
+            raise InputError("a sweep needs thresholds= or bins=")
+        rows = evaluate(source, SWEEP_METRICS, by=by, task=task, engine=engine,
+                        thresholds=thresholds, bins=bins, average="none", columns=columns,
+                        memory_limit=memory_limit, connection=connection)
+        return _sweep_table(rows, by)
+    if kind not in CURVES:
+        raise InputError(f"unknown curve kind {kind!r}; kinds are {[*CURVES, 'sweep']}")
+    if thresholds is not None:
+        raise InputError(f"thresholds= is for sweeps; a {kind} curve has every distinct score")
+    params = _params(thresholds=None, bins=bins, n_bins=n_bins)
+    params["kind"] = kind
+    params["drop_intermediate"] = (kind == "roc") if drop_intermediate is None \
+        else bool(drop_intermediate)
+    with _prepared(source, by=by, task=task, engine=engine, columns=columns,
+                   memory_limit=memory_limit, connection=connection) as (runner, task, check):
+        if task == "regression":
+            raise InputError("curves are for classification tasks, not regression")
+        if kind == "reliability":
+            check(["a reliability table"])
+        steps = CURVES[kind]
+        table = runner.results(steps, params)[steps[-1]]
+    out = _unpack_segment(table, by)
+    keys = [c for c in ("label", "threshold", "bin") if c in out.columns]
+    descending = [c == "threshold" for c in keys]
+    return out.sort([*by, *keys], descending=[False] * len(by) + descending, nulls_last=False,
+                    maintain_order=True)
+
+
+@contextmanager
+def _prepared(source: Any, *, by: list[str], task: Task | None, engine: EngineName,
+              columns: Mapping[str, str | None] | None, memory_limit: str | None,
+              connection: Any) -> Iterator[tuple[Engine, Task, Any]]:
+    """An engine over the checked input, the task, and a check for probability scores."""
     cols = Columns.from_mapping(columns)
     src = as_source(source)
     weight = check_columns(src.schema(), cols, by)
@@ -81,12 +192,11 @@ def evaluate(
         options["connection"] = connection
     runner = make_engine(engine, src, cols, weight, by, **options)
     try:
-        task = check_summary(runner.summary(), cols, weight, task)
-        plan = _plan(metric_names, task, _averages(average, task))
-        results = runner.results(plan.steps(), params)
+        summary = runner.summary()
+        task = check_summary(summary, cols, weight, task)
+        yield runner, task, lambda metrics: check_probabilities(summary, cols, metrics)
     finally:
         runner.close()
-    return _tidy(plan, results, params, by)
 
 
 def _names(metrics: str | Sequence[str]) -> list[str]:
@@ -113,40 +223,86 @@ def _averages(average: str | Sequence[str] | None, task: Task) -> tuple[str, ...
     return chosen
 
 
-def _params(*, threshold: float, beta: float, k: int,
-            zero_division: float | None) -> dict[str, object]:
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) \
-            or not math.isfinite(threshold):
-        raise InputError(f"threshold must be a finite number, got {threshold!r}")
-    if isinstance(beta, bool) or not isinstance(beta, (int, float)) \
-            or not (beta > 0 and math.isfinite(beta)):
-        raise InputError(f"beta must be a positive finite number, got {beta!r}")
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InputError(f"k must be a whole number >= 1, got {k!r}")
-    if zero_division is not None and (isinstance(zero_division, float)
-                                      and math.isnan(zero_division)):
+def _number(name: str, value: Any, *, low: float | None = None, high: float | None = None,
+            whole: bool = False, open_low: bool = False) -> None:
+    kind = int if whole else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kind) or not math.isfinite(value) \
+            or (low is not None and (value <= low if open_low else value < low)) \
+            or (high is not None and value > high):
+        bounds = f" in {'(' if open_low else '['}{low}, {high}]" if high is not None else (
+            f" > {low}" if open_low else f" >= {low}" if low is not None else "")
+        raise InputError(f"{name} must be a finite {'whole ' if whole else ''}number{bounds}, "
+                         f"got {value!r}")
+
+
+def _params(*, threshold: float = 0.5, thresholds: Sequence[float] | None = None,
+            bins: int | None = None, beta: float = 1.0, k: int = 2,
+            zero_division: float | None = None, max_fpr: float | None = None,
+            min_recall: float = 0.9, min_precision: float = 0.9,
+            n_bins: int = 10) -> dict[str, object]:
+    _number("threshold", threshold)
+    _number("beta", beta, low=0, open_low=True)
+    _number("k", k, low=1, whole=True)
+    _number("min_recall", min_recall, low=0, high=1)
+    _number("min_precision", min_precision, low=0, high=1)
+    _number("n_bins", n_bins, low=1, whole=True)
+    if max_fpr is not None:
+        _number("max_fpr", max_fpr, low=0, high=1, open_low=True)
+    if zero_division is not None and isinstance(zero_division, float) \
+            and math.isnan(zero_division):
         zero_division = None
     if zero_division not in (None, 0, 1):
         raise InputError(f"zero_division must be 0, 1 or None, got {zero_division!r}")
-    params = {"threshold": float(threshold), "beta": float(beta), "k": k,
-              "zero_division": None if zero_division is None else float(zero_division)}
-    return params
+    if bins is not None:
+        _number("bins", bins, low=1, whole=True)
+        if thresholds is not None:
+            raise InputError("give thresholds= or bins=, not both")
+        thresholds = [i / bins for i in range(bins + 1)]
+    if thresholds is not None:
+        if isinstance(thresholds, (str, bytes)) or not isinstance(thresholds, Sequence) \
+                or not thresholds:
+            raise InputError(f"thresholds must be a non-empty list of numbers, got "
+                             f"{thresholds!r}")
+        for t in thresholds:
+            _number("every threshold", t)
+        thresholds = sorted({float(t) for t in thresholds})
+    return {"threshold": float(threshold), "thresholds": thresholds, "bins": bins,
+            "beta": float(beta), "k": k,
+            "zero_division": None if zero_division is None else float(zero_division),
+            "max_fpr": None if max_fpr is None else float(max_fpr),
+            "min_recall": float(min_recall), "min_precision": float(min_precision),
+            "n_bins": n_bins}
 
 
-def _plan(metrics: list[str], task: Task, averages: tuple[str, ...]) -> _Plan:
+def _plan(metrics: list[str], task: Task, averages: tuple[str, ...], *, sweep: bool) -> _Plan:
     plan = _Plan(task)
     for name in metrics:
         metric = METRICS[name]
         supported = metric.averages(task)
         if not supported:
-            plan.add(metric.family(task), name, None)
+            plan.add(_swept(metric.family(task), name, task, sweep), name, None)
             continue
         for average in averages:
             if average not in supported:
                 raise InputError(f"metric {name!r} has no average {average!r} for task "
                                  f"{task!r}; its averages are {list(supported)}")
-            plan.add(metric.family(task, average), name, None if average == "none" else average)
+            family = _swept(metric.family(task, average), name, task, sweep)
+            plan.add(family, name, None if average == "none" else average)
     return plan
+
+
+def _swept(family: Family, metric: str, task: Task, sweep: bool) -> Family:
+    """With a threshold sweep, decision metrics come from the sweep's counts."""
+    if not sweep or family not in (DECISIONS, SAMPLES):
+        return family
+    if family is SAMPLES or task not in SWEEP.stats:
+        raise InputError(f"{metric} cannot be swept over thresholds for task {task!r}; sweeps "
+                         "cover the label-wise decision metrics of binary and multilabel tasks")
+    return SWEEP
+
+
+def _params_of(family: Family, task: Task) -> set[str]:
+    return {p for s in family.steps(task) for p in STEPS[s].params}
 
 
 def _tidy(plan: _Plan, results: dict[str, pl.DataFrame], params: dict[str, object],
@@ -155,21 +311,50 @@ def _tidy(plan: _Plan, results: dict[str, pl.DataFrame], params: dict[str, objec
     for family_name, wanted in plan.keep.items():
         family = plan.families[family_name]
         rows = results[family.final]
+        if family is SWEEP:  # each (segment, threshold) was one segment
+            rows = rows.with_columns(threshold=pl.col("segment").struct.field("threshold"),
+                                     segment=pl.col("segment").struct.field("segment"))
         keys = pl.DataFrame(
             [(m, a) for m, avgs in wanted.items() for a in avgs],
             schema={"metric": pl.String, "average": pl.String}, orient="row")
         rows = rows.with_columns(pl.col("average").cast(pl.String)).join(
             keys, on=["metric", "average"], nulls_equal=True)
-        thresholded = any("threshold" in STEPS[s].params for s in family.steps(plan.task))
-        frames.append(rows.with_columns(
-            threshold=pl.lit(params["threshold"] if thresholded else None, dtype=pl.Float64),
-            beta=pl.when(pl.col("metric") == "fbeta").then(pl.lit(params["beta"])),
-            k=pl.when(pl.col("metric") == "top_k_accuracy").then(pl.lit(params["k"])),
-        ))
+        used = _params_of(family, plan.task)
+        if "threshold" not in rows.columns:
+            rows = rows.with_columns(threshold=pl.lit(
+                params["threshold"] if "threshold" in used else None, dtype=pl.Float64))
+        rows = rows.with_columns(
+            *(pl.when(pl.col("metric").is_in([m for m in wanted if p in METRICS[m].params]))
+              .then(pl.lit(params[p])).alias(p) for p in METRIC_PARAMS),
+            bins=pl.lit(params["bins"] if "bins" in used else None, dtype=pl.Int64),
+        )
+        frames.append(rows)
     out = pl.concat(frames, how="diagonal_relaxed")
-    out = out.unnest("segment") if by else out.drop("segment")
-    optional = [c for c in ("predicted", "threshold", "beta", "k")
+    out = _unpack_segment(out, by)
+    optional = [c for c in ("predicted", "threshold", *METRIC_PARAMS, "bins")
                 if c in out.columns and out[c].null_count() < out.height]
     order = [*by, "metric", "average", "label", *optional, "value"]
     return out.select(order).sort([*by, "metric", "average", "label", *optional],
                                   nulls_last=False, maintain_order=True)
+
+
+def _unpack_segment(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """The engines' ``segment`` key back as the user's segment columns."""
+    if not by:
+        return frame.drop("segment")
+    if len(by) == 1:
+        return frame.rename({"segment": by[0]})
+    return frame.unnest("segment")
+
+
+def _sweep_table(rows: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """Tidy sweep rows -> one row per (segment, label, threshold) with the curve's columns."""
+    wide = rows.pivot(on="metric", index=[*by, "label", "threshold"], values="value")
+    fp, tn = pl.col("fp"), pl.col("tn")
+    return wide.select(
+        *by, "label", "threshold", "tp", "fp", "fn", "tn",
+        tpr=pl.col("recall"),
+        fpr=fp / pl.when(fp + tn != 0).then(fp + tn),
+        precision="precision", recall="recall",
+    ).sort([*by, "label", "threshold"], descending=[False] * (len(by) + 1) + [True],
+           nulls_last=False, maintain_order=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from mleval_sql.schema import TASKS, InputError, Task
+from mleval_sql.schema import InputError, Task
 
 
 @dataclass(frozen=True)
@@ -38,12 +38,35 @@ STEPS: dict[str, Step] = {s.name: s for s in (
     Step("sample_metrics", ("sample_counts",), None, ("beta", "zero_division")),
     Step("true_ranks", ("predictions",), "true_ranks"),
     Step("top_k_metrics", ("true_ranks",), None, ("k",)),
+    # ranking across samples, per label: one sorted pass over weight per distinct score
+    Step("score_counts", ("predictions",), "score_counts", ("bins",)),
+    Step("distinct_points", ("score_counts",), "curve_points"),
+    Step("ranking_metrics", ("curve_points", "score_counts"), None, ("max_fpr",)),
+    Step("operating_points", ("curve_points",), None, ("min_recall", "min_precision")),
+    Step("curve_rates", ("curve_points",), None, ("kind", "drop_intermediate")),
+    Step("listed_points", ("score_counts",), "sweep_points", ("thresholds",)),
+    Step("points_confusion", ("sweep_points",), "confusion_counts"),
+    Step("pair_counts", ("predictions",), "pair_counts"),
+    Step("ovo_metrics", ("pair_counts",)),
+    # ranking across labels, per sample
+    Step("sample_ranks", ("predictions",), "sample_ranks", ("k",)),
+    Step("label_ranking_metrics", ("sample_ranks",)),
+    # probabilistic
+    Step("probability_sums", ("predictions",), "probability_sums"),
+    Step("probability_metrics", ("probability_sums",)),
+    Step("multiclass_probability_metrics", ("probability_sums",)),
+    Step("calibration_bins", ("predictions",), "calibration_bins", ("n_bins",)),
+    Step("calibration_metrics", ("calibration_bins",)),
+    Step("reliability_table", ("calibration_bins",)),
+    # regression
+    Step("regression_sums", ("predictions",), "regression_sums"),
+    Step("regression_metrics", ("regression_sums",)),
 )}
 
 #: Averages over labels, as scikit-learn names them; "none" means one value per label and
 #: "macro_std" is the population standard deviation of the per-label values (seed 001).
 LABEL_AVERAGES = ("none", "micro", "macro", "weighted", "macro_std")
-AVERAGES = (*LABEL_AVERAGES, "samples")
+AVERAGES = (*LABEL_AVERAGES, "samples", "variance_weighted")
 
 
 @dataclass(frozen=True)
@@ -68,9 +91,41 @@ MULTICLASS = Family("multiclass", "multiclass_metrics",
                     {"multiclass": ("argmax_matrix", "matrix_counts")})
 SAMPLES = Family("samples", "sample_metrics", {"multilabel": ("sample_counts",)})
 TOP_K = Family("top_k", "top_k_metrics", {"multiclass": ("true_ranks",)})
-FAMILIES = (DECISIONS, MULTICLASS, SAMPLES, TOP_K)
+_CURVE = ("score_counts", "distinct_points")
+_SCORED = ("binary", "multilabel", "multiclass")
+RANKING = Family("ranking", "ranking_metrics", dict.fromkeys(_SCORED, _CURVE), LABEL_AVERAGES)
+OPERATING = Family("operating", "operating_points", dict.fromkeys(_SCORED, _CURVE),
+                   ("none", "macro"))
+#: Decision metrics at several thresholds: one sorted pass, then counts at each threshold, each
+#: (segment, threshold) becoming one segment for decision_metrics.
+SWEEP = Family("sweep", "decision_metrics",
+               dict.fromkeys(("binary", "multilabel"),
+                             ("score_counts", "listed_points", "points_confusion")),
+               LABEL_AVERAGES)
+OVO = Family("ovo", "ovo_metrics", {"multiclass": ("pair_counts",)}, ("macro", "weighted"))
+LABEL_RANKING = Family("label_ranking", "label_ranking_metrics",
+                       dict.fromkeys(("multilabel", "multiclass"), ("sample_ranks",)))
+PROBABILITY = Family("probability", "probability_metrics",
+                     dict.fromkeys(("binary", "multilabel"), ("probability_sums",)),
+                     LABEL_AVERAGES)
+PROBABILITY_MULTICLASS = Family("probability_multiclass", "multiclass_probability_metrics",
+                                {"multiclass": ("probability_sums",)})
+CALIBRATION = Family("calibration", "calibration_metrics",
+                     dict.fromkeys(_SCORED, ("calibration_bins",)), LABEL_AVERAGES)
+REGRESSION = Family("regression", "regression_metrics", {"regression": ("regression_sums",)},
+                    ("none", "macro", "variance_weighted"))
+FAMILIES = (DECISIONS, MULTICLASS, SAMPLES, TOP_K, RANKING, OPERATING, SWEEP, OVO,
+            LABEL_RANKING, PROBABILITY, PROBABILITY_MULTICLASS, CALIBRATION, REGRESSION)
 
-_ALL = dict.fromkeys(TASKS, DECISIONS)
+#: Curves (``me.curve``): the steps of each kind; "sweep" is decision metrics at thresholds.
+CURVES: dict[str, tuple[str, ...]] = {
+    "roc": (*_CURVE, "curve_rates"),
+    "pr": (*_CURVE, "curve_rates"),
+    "reliability": ("calibration_bins", "reliability_table"),
+}
+
+_CLASSIFICATION = ("binary", "multiclass", "multilabel")
+_ALL = dict.fromkeys(_CLASSIFICATION, DECISIONS)
 _THRESHOLDED = {"binary": DECISIONS, "multilabel": DECISIONS}
 
 
@@ -84,6 +139,8 @@ class Metric:
     params: tuple[str, ...] = ()  # parameters of its own, shown as result columns
     samples_average: bool = False  # multilabel: also averaged per sample (SAMPLES family)
     per_label: bool = True  # False: one value per segment even from a label-wise family
+    only_averages: tuple[str, ...] | None = None  # a subset of its family's averages
+    probabilities: bool = False  # reads scores as probabilities: they must lie in [0, 1]
 
     def family(self, task: Task, average: str | None = None) -> Family:
         if average == "samples" and self.samples_average and task == "multilabel":
@@ -95,6 +152,8 @@ class Metric:
 
     def averages(self, task: Task) -> tuple[str, ...]:
         own = self.families[task].averages if task in self.families and self.per_label else ()
+        if self.only_averages is not None:
+            own = tuple(a for a in own if a in self.only_averages)
         return (*own, "samples") if self.samples_average and task == "multilabel" else own
 
 
@@ -136,11 +195,72 @@ METRICS: dict[str, Metric] = _metrics(
            {"multiclass": MULTICLASS}),
     Metric("top_k_accuracy", "share of samples whose true label is among the k top-scored",
            {"multiclass": TOP_K}, params=("k",)),
+    # ranking across samples, per label (multiclass: one-vs-rest)
+    Metric("roc_auc", "area under the ROC curve; with max_fpr, McClish-corrected partial AUC",
+           dict.fromkeys(_SCORED, RANKING), params=("max_fpr",)),
+    Metric("average_precision", "step-wise area under the precision-recall curve (no "
+           "interpolation); its macro average is mean AP", dict.fromkeys(_SCORED, RANKING)),
+    Metric("break_even", "precision = recall point of the PR curve: R-precision when the "
+           "positives' weight can be cut exactly, interpolated across tied scores otherwise",
+           dict.fromkeys(_SCORED, RANKING)),
+    Metric("roc_auc_ovo", "multiclass one-vs-one ROC AUC (Hand & Till)", {"multiclass": OVO}),
+    Metric("max_f1", "the best F1 over all thresholds, at the threshold that reaches it",
+           dict.fromkeys(_SCORED, OPERATING)),
+    Metric("precision_at_recall", "the best precision among thresholds with recall >= "
+           "min_recall, at that threshold", dict.fromkeys(_SCORED, OPERATING),
+           params=("min_recall",)),
+    Metric("recall_at_precision", "the best recall among thresholds with precision >= "
+           "min_precision, at that threshold", dict.fromkeys(_SCORED, OPERATING),
+           params=("min_precision",)),
+    # ranking across labels, per sample
+    Metric("coverage_error", "how far down a sample's ranking to go to cover all its true "
+           "labels, averaged over samples", dict.fromkeys(("multilabel", "multiclass"),
+                                                          LABEL_RANKING)),
+    Metric("label_ranking_loss", "share of (true, false) label pairs of a sample ranked in the "
+           "wrong order (ties count as wrong)", dict.fromkeys(("multilabel", "multiclass"),
+                                                               LABEL_RANKING)),
+    Metric("label_ranking_average_precision", "LRAP: for each true label, the share of true "
+           "labels among those ranked at or above it", dict.fromkeys(("multilabel",
+                                                                       "multiclass"),
+                                                                      LABEL_RANKING)),
+    Metric("one_error", "share of samples whose top-scored label (ties: the smallest) is false",
+           dict.fromkeys(("multilabel", "multiclass"), LABEL_RANKING)),
+    Metric("precision_at_k", "share of true labels among a sample's k top-scored (ties: the "
+           "smallest label first), averaged over samples",
+           dict.fromkeys(("multilabel", "multiclass"), LABEL_RANKING), params=("k",)),
+    Metric("recall_at_k", "share of a sample's true labels among its k top-scored, averaged "
+           "over samples that have true labels",
+           dict.fromkeys(("multilabel", "multiclass"), LABEL_RANKING), params=("k",)),
+    # probabilistic
+    Metric("log_loss", "cross-entropy of the scores as probabilities (clipped as scikit-learn); "
+           "multilabel: per label", {"binary": PROBABILITY, "multilabel": PROBABILITY,
+                                     "multiclass": PROBABILITY_MULTICLASS}, probabilities=True),
+    Metric("brier_score", "mean squared difference between score and truth (multiclass: summed "
+           "over classes)", {"binary": PROBABILITY, "multilabel": PROBABILITY,
+                             "multiclass": PROBABILITY_MULTICLASS}, probabilities=True),
+    Metric("calibration_error", "expected calibration error: weighted mean |observed rate - "
+           "mean score| over n_bins equal-width bins", dict.fromkeys(_SCORED, CALIBRATION),
+           params=("n_bins",), probabilities=True),
+    # regression
+    Metric("mse", "mean squared error", {"regression": REGRESSION},
+           only_averages=("none", "macro")),
+    Metric("rmse", "root mean squared error", {"regression": REGRESSION},
+           only_averages=("none", "macro")),
+    Metric("mae", "mean absolute error", {"regression": REGRESSION},
+           only_averages=("none", "macro")),
+    Metric("mape", "mean absolute percentage error, |error| / max(|truth|, eps)",
+           {"regression": REGRESSION}, only_averages=("none", "macro")),
+    Metric("r2", "coefficient of determination; null when the truth is constant",
+           {"regression": REGRESSION}),
 )
 
-DEFAULTS: dict[str, object] = {"threshold": 0.5, "beta": 1.0, "k": 2, "zero_division": None}
+DEFAULTS: dict[str, object] = {
+    "threshold": 0.5, "beta": 1.0, "k": 2, "zero_division": None, "thresholds": None,
+    "bins": None, "max_fpr": None, "min_recall": 0.9, "min_precision": 0.9, "n_bins": 10,
+    "kind": "roc", "drop_intermediate": False,
+}
 
 
 def default_averages(task: Task) -> tuple[str, ...]:
-    """Per label for binary (one label), the macro average otherwise."""
-    return ("none",) if task == "binary" else ("macro",)
+    """Per label for binary and regression (usually one label), the macro average otherwise."""
+    return ("none",) if task in ("binary", "regression") else ("macro",)

@@ -17,8 +17,8 @@ from typing import Literal
 
 import polars as pl
 
-Task = Literal["binary", "multiclass", "multilabel"]
-TASKS: tuple[Task, ...] = ("binary", "multiclass", "multilabel")
+Task = Literal["binary", "multiclass", "multilabel", "regression"]
+TASKS: tuple[Task, ...] = ("binary", "multiclass", "multilabel", "regression")
 
 #: Column names of every result table; segment columns may not take them.
 RESULT_COLUMNS = ("metric", "average", "label", "predicted", "threshold", "beta", "k", "value")
@@ -82,7 +82,7 @@ def check_columns(schema: pl.Schema, columns: Columns, by: Sequence[str]) -> str
         raise InputError(f"column {columns.score!r} (score) must be numeric, "
                          f"not {schema[columns.score]}")
     if _kind(schema[columns.truth]) == "other":
-        raise InputError(f"column {columns.truth!r} (truth) must be boolean or 0/1 numbers, "
+        raise InputError(f"column {columns.truth!r} (truth) must be boolean or numbers, "
                          f"not {schema[columns.truth]}")
     weight = columns.weight if columns.weight in present else None
     if columns.weight not in (None, "weight") and weight is None:
@@ -97,7 +97,7 @@ def check_columns(schema: pl.Schema, columns: Columns, by: Sequence[str]) -> str
                              f"it has {sorted(present)}")
         if name in roles:
             raise InputError(f"segment column {name!r} is also a prediction column")
-        if name in RESULT_COLUMNS or name == "segment":
+        if name in RESULT_COLUMNS:
             raise InputError(f"segment column {name!r} clashes with a result column; "
                              "rename it in the input")
     if len(set(by)) != len(by):
@@ -110,23 +110,30 @@ def check_columns(schema: pl.Schema, columns: Columns, by: Sequence[str]) -> str
 SUMMARY_COLUMNS = (
     "n_rows", "n_samples", "n_labels",
     "null_sample", "null_label", "null_score", "nan_score", "null_truth", "bad_truth",
-    "bad_weight", "min_rows", "max_rows", "dup_rows", "min_true", "max_true",
+    "nan_truth", "min_score", "max_score", "bad_weight", "min_rows", "max_rows", "dup_rows",
+    "min_true", "max_true",
     "uneven_weight", "example_dup", "example_short", "example_not_one_true", "example_weight",
 )
 
 
 def check_summary(summary: pl.DataFrame, columns: Columns, weight: str | None,
                   task: Task | None) -> Task:
-    """Raise the first problem the validation summary shows; return the task (inferred if None)."""
+    """Raise the first problem the validation summary shows; return the task (inferred if None).
+
+    Regression is never inferred (a stray 2 in a 0/1 column is an error, not a new task): the
+    caller passes it, or asks for regression metrics only.
+    """
     total = summary.select(pl.col(c).sum() for c in (
         "n_rows", "null_sample", "null_label", "null_score", "nan_score", "null_truth",
-        "bad_truth", "bad_weight", "dup_rows", "uneven_weight")).row(0, named=True)
+        "bad_truth", "nan_truth", "bad_weight", "dup_rows", "uneven_weight")).row(0, named=True)
     if not total["n_rows"]:
         raise InputError("the input has no rows")
+    truth_check = (("nan_truth", columns.truth, "NaN or infinite") if task == "regression"
+                   else ("bad_truth", columns.truth, "outside {0, 1}"))
     for key, col, what in [
         ("null_sample", columns.sample, "null"), ("null_label", columns.label, "null"),
         ("null_score", columns.score, "null"), ("nan_score", columns.score, "NaN or infinite"),
-        ("null_truth", columns.truth, "null"), ("bad_truth", columns.truth, "outside {0, 1}"),
+        ("null_truth", columns.truth, "null"), truth_check,
     ]:
         if total[key]:
             raise InputError(f"column {col!r} has {total[key]} {what} value(s) in "
@@ -154,7 +161,17 @@ def check_summary(summary: pl.DataFrame, columns: Columns, weight: str | None,
     return _task(summary, columns, task)
 
 
+def check_probabilities(summary: pl.DataFrame, columns: Columns, metrics: list[str]) -> None:
+    """Metrics that read scores as probabilities need every score in [0, 1]."""
+    low, high = summary["min_score"].min(), summary["max_score"].max()
+    if metrics and (low < 0 or high > 1):
+        raise InputError(f"{metrics[0]} reads scores as probabilities, but column "
+                         f"{columns.score!r} has values from {low} to {high}, outside [0, 1]")
+
+
 def _task(summary: pl.DataFrame, columns: Columns, task: Task | None) -> Task:
+    if task is not None and task not in TASKS:
+        raise InputError(f"unknown task {task!r}; tasks are {list(TASKS)}")
     one_row = summary["max_rows"].max() == 1
     min_true, max_true = summary["min_true"].min(), summary["max_true"].max()
     exactly_one = min_true == 1 and max_true == 1
@@ -167,8 +184,8 @@ def _task(summary: pl.DataFrame, columns: Columns, task: Task | None) -> Task:
                           stacklevel=3)
             return "multiclass"
         return "multilabel"
-    if task not in TASKS:
-        raise InputError(f"unknown task {task!r}; tasks are {list(TASKS)}")
+    if task == "regression":
+        return task
     if task == "binary" and not one_row:
         raise InputError(f"task 'binary' needs one row per sample, but some sample has "
                          f"{summary['max_rows'].max()} rows (several labels): use "

@@ -1,8 +1,8 @@
 -- validate_summary: what the input checks need, one row per segment (see mleval_sql/schema.py).
 -- Reads:  predictions(sample, label, score, truth, weight, segment)
--- Gives:  segment, n_rows, n_samples, n_labels, counts of bad values, rows and true labels per
---         sample (min/max), duplicate rows, and for each kind of problem the smallest sample of
---         the segment that has it (null when none has).
+-- Gives:  segment, n_rows, n_samples, n_labels, counts of bad values, the score range, rows
+--         and true labels per sample (min/max), duplicate rows, and for each kind of problem the
+--         smallest sample of the segment that has it (null when none has).
 WITH segment_labels AS (
     SELECT segment, count(DISTINCT label) AS n_labels
     FROM predictions
@@ -19,6 +19,10 @@ per_sample AS (
         count(*) FILTER (WHERE isnan(score) OR isinf(score)) AS nan_score,
         count(*) FILTER (WHERE truth IS NULL) AS null_truth,
         count(*) FILTER (WHERE CAST(truth AS DOUBLE) NOT IN (0, 1)) AS bad_truth,
+        count(*) FILTER (WHERE isnan(CAST(truth AS DOUBLE)) OR isinf(CAST(truth AS DOUBLE)))
+            AS nan_truth,
+        min(score) AS min_score,
+        max(score) AS max_score,
         count(*) FILTER (WHERE weight IS NULL OR weight < 0 OR isnan(weight) OR isinf(weight))
             AS bad_weight,
         count(*) FILTER (WHERE CAST(truth AS DOUBLE) = 1) AS n_true,
@@ -45,6 +49,9 @@ SELECT
     sum(nan_score) AS nan_score,
     sum(null_truth) AS null_truth,
     sum(bad_truth) AS bad_truth,
+    sum(nan_truth) AS nan_truth,
+    min(min_score) AS min_score,
+    max(max_score) AS max_score,
     sum(bad_weight) AS bad_weight,
     min(n_rows) AS min_rows,
     max(n_rows) AS max_rows,

@@ -19,10 +19,11 @@ def make_predictions(task: Task, seed: int, *, n_samples: int = 90, n_labels: in
 
     Segment (``region``) "south" lacks the last label entirely (unless ``complete``, for
     evaluation without segments); "one_class" has only negatives (multiclass: only the first
-    class true); "single" holds one sample.
+    class true; regression: a constant truth); "single" holds one sample. Regression: each
+    label is one output, truth and prediction on a 0.1 grid, some truths exactly 0.
     """
     rng = np.random.default_rng(seed)
-    n_labels = 1 if task == "binary" else n_labels
+    n_labels = {"binary": 1, "regression": 2}.get(task, n_labels)
     labels = list(range(n_labels)) if int_ids else [f"lab{j}" for j in range(n_labels)]
     regions = rng.choice(SEGMENTS[:3], size=n_samples)
     regions[0] = "single"
@@ -31,7 +32,13 @@ def make_predictions(task: Task, seed: int, *, n_samples: int = 90, n_labels: in
         region = str(regions[i])
         own = labels[:-1] if region == "south" and n_labels > 1 and not complete else labels
         scores = np.round(rng.integers(0, 11, size=len(own)) / 10, 1)
-        if task == "multiclass":
+        if task == "regression":  # truth on a coarse grid (ties); "one_class": constant truth
+            true = (np.full(len(own), 3.0) if region == "one_class"
+                    else np.round(rng.normal(2.0, 3.0, size=len(own)), 1))
+            if region != "one_class":
+                true[rng.random(len(own)) < 0.1] = 0.0  # zero targets: MAPE's eps case
+            scores = np.round(true + rng.normal(0.0, 1.5, size=len(own)), 1)
+        elif task == "multiclass":
             true = np.zeros(len(own), dtype=bool)
             true[0 if region == "one_class" else rng.integers(len(own))] = True
         else:
@@ -41,7 +48,8 @@ def make_predictions(task: Task, seed: int, *, n_samples: int = 90, n_labels: in
         weight = 1.0 if i < 4 else float(rng.choice([0.0, 0.5, 1.0, 2.5]))
         model = str(rng.choice(["m1", "m2"]))
         sample = i if int_ids else f"s{i:03d}"
-        rows += [(sample, label, float(s), bool(t), weight, region, model)
+        rows += [(sample, label, float(s), float(t) if task == "regression" else bool(t),
+                  weight, region, model)
                  for label, s, t in zip(own, scores, true, strict=True)]
     frame = pl.DataFrame(rows, orient="row", schema=["sample", "label", "score", "truth",
                                                       "weight", "region", "model"])

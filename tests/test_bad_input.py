@@ -151,8 +151,6 @@ CASES = [
     Case("zero_division = 0.5", _keep, ("zero_division", "0.5"), {"zero_division": 0.5}),
     Case("segment named like a result column", lambda d: d.rename({"region": "metric"}),
          ("segment column 'metric'", "clashes"), {"by": ["metric"]}),
-    Case("segment named segment", lambda d: d.rename({"region": "segment"}),
-         ("segment column 'segment'", "clashes"), {"by": ["segment"]}),
     Case("segment column does not exist", _keep, ("segment column 'shop'", "not in the input"),
          {"by": ["shop"]}),
     Case("segment is a prediction column", _keep, ("segment column 'label'",), {"by": ["label"]}),

@@ -322,3 +322,10 @@ def test_relation_of_another_connection(engine: str, data: pl.DataFrame,
     relation, _ = _relation(data)
     got = run(relation, engine, by=["region"], connection=duckdb.connect())
     assert_same(got, reference)
+
+
+def test_a_segment_column_named_segment(engine: str, data: pl.DataFrame,
+                                        reference: pl.DataFrame) -> None:
+    """``segment`` is the natural name for a segment column (DESIGN's own example)."""
+    got = run(data.rename({"region": "segment"}), engine, by=["segment"])
+    assert_same(got.rename({"segment": "region"}), reference)

@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 import pytest
 
 import mleval_sql as me
-from mleval_sql.registry import METRICS
+from mleval_sql.registry import DEFAULTS, METRICS
 from tests.data import make_predictions
 from tests.helpers import assert_same_rows
 from tests.oracle import ORACLES, expected
+from tests.oracle_families import *  # noqa: F403  (the other families register their oracles)
 
 
 @dataclass(frozen=True)
@@ -48,8 +49,13 @@ CASES = [
     Case("multilabel", 8, by=("region", "model"), int_ids=True,
          params={"threshold": 0.7, "zero_division": 0, "beta": 2.0}),
     Case("multilabel", 9, by=(), weighted=False, params={"zero_division": 1}),
+    Case("multilabel", 10, params={"max_fpr": 0.3, "min_recall": 0.5, "min_precision": 0.6,
+                                   "n_bins": 4, "k": 3}),
+    Case("regression", 11),
+    Case("regression", 12, by=(), weighted=False),
 ]
-DEFAULT_PARAMS = {"threshold": 0.5, "beta": 1.0, "k": 2, "zero_division": None}
+#: evaluate()'s parameters at their defaults (curve-only ones left out)
+DEFAULT_PARAMS = {k: v for k, v in DEFAULTS.items() if k not in ("kind", "drop_intermediate")}
 
 
 def _metric_cases():
@@ -76,13 +82,16 @@ def test_metric_matches_scikit_learn(engine, metric, case):
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_engines_agree_on_every_metric(case):
+    """All metrics of the task in one request per set of averages, on both engines."""
     frame = case.frame()
-    names = [m for m, metric in METRICS.items() if case.task in metric.families]
-    averages = sorted({a for m in names for a in METRICS[m].averages(case.task)})
-    label_only = [m for m in names if set(averages) <= set(METRICS[m].averages(case.task))
-                  or not METRICS[m].averages(case.task)]
     params = {**DEFAULT_PARAMS, **case.params}
-    results = [me.evaluate(frame, label_only, by=list(case.by), task=case.task, engine=e,
-                           average=averages, **params) for e in ("duckdb", "polars")]
-    assert results[0].height > 0
-    assert_same_rows(results[0], results[1], list(case.by), rel=1e-12)
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for name, metric in METRICS.items():
+        if case.task in metric.families:
+            groups.setdefault(metric.averages(case.task), []).append(name)
+    for averages, names in groups.items():
+        results = [me.evaluate(frame, names, by=list(case.by), task=case.task, engine=e,
+                               average=averages or None, **params)
+                   for e in ("duckdb", "polars")]
+        assert results[0].height > 0
+        assert_same_rows(results[0], results[1], list(case.by), rel=1e-12)

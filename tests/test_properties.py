@@ -11,6 +11,7 @@ import mleval_sql as me
 from mleval_sql.registry import METRICS
 from tests.helpers import assert_same_rows
 from tests.oracle import expected
+from tests.test_metrics import DEFAULT_PARAMS
 
 SCORES = st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0])
 WEIGHTS = st.sampled_from([0.0, 1.0, 2.0])
@@ -32,7 +33,7 @@ def tables(draw: st.DrawFn, task: str) -> pl.DataFrame:
 
 def _check(frame: pl.DataFrame, task: str, zero_division: float | None) -> None:
     """Every metric of the task; one evaluate call per set of averages the metrics share."""
-    params = {"threshold": 0.5, "beta": 1.0, "k": 2, "zero_division": zero_division}
+    params = {**DEFAULT_PARAMS, "zero_division": zero_division}
     groups: dict[tuple[str, ...], list[str]] = {}
     for name, metric in METRICS.items():
         if task in metric.families:

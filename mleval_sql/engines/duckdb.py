@@ -7,6 +7,8 @@ Relations get a per-run prefix so nothing clashes with the user's own tables.
 
 from __future__ import annotations
 
+import sys
+import tempfile
 import uuid
 from collections.abc import Iterable, Sequence
 
@@ -20,7 +22,12 @@ from mleval_sql.sources import DuckDBRelation, Source
 
 
 class DuckDBEngine:
-    """Evaluate with DuckDB: ``memory_limit`` (e.g. ``"1GB"``) spills to ``temp_directory``."""
+    """Evaluate with DuckDB.
+
+    ``memory_limit`` (e.g. ``"1GB"``) bounds DuckDB's memory; what does not fit spills to
+    ``temp_directory`` (default: a fresh temporary folder, removed afterwards). A progress bar
+    shows on a terminal.
+    """
 
     name = "duckdb"
 
@@ -31,8 +38,16 @@ class DuckDBEngine:
         self.prefix = f"mleval_{uuid.uuid4().hex[:8]}_"
         self.created: list[tuple[str, str]] = []
         self.restore: dict[str, object] = {}
-        self._set("memory_limit", memory_limit)
+        self.spill: tempfile.TemporaryDirectory[str] | None = None
+        if memory_limit:
+            if temp_directory is None:
+                self.spill = tempfile.TemporaryDirectory(prefix="mleval-spill-")
+                temp_directory = self.spill.name
+            self._set("memory_limit", memory_limit)
+            # keeping the input's row order costs memory that large aggregations need
+            self._set("preserve_insertion_order", False)
         self._set("temp_directory", temp_directory)
+        self._set("enable_progress_bar", sys.stderr.isatty())
         relation = source.duckdb(self.con)
         if isinstance(source, DuckDBRelation):
             relation.create_view(self._name("input"), replace=True)
@@ -54,9 +69,14 @@ class DuckDBEngine:
         """The validation summary (queries/validate_summary.sql)."""
         return self._fetch("validate_summary", {})
 
-    def results(self, steps: Iterable[str], params: dict[str, object]) -> dict[str, pl.DataFrame]:
-        """Run ``steps`` in order: statistics become tables, final steps return metric rows."""
-        self._create("VIEW", "predictions", self._canonical_bool, replace=True)
+    def results(self, steps: Iterable[str], params: dict[str, object], *,
+                numeric_truth: bool = False) -> dict[str, pl.DataFrame]:
+        """Run ``steps`` in order: statistics become tables, final steps return metric rows.
+
+        ``truth`` is boolean unless ``numeric_truth`` (regression: the target).
+        """
+        if not numeric_truth:
+            self._create("VIEW", "predictions", self._canonical_bool, replace=True)
         out: dict[str, pl.DataFrame] = {}
         for name in steps:
             step = STEPS[name]
@@ -76,10 +96,13 @@ class DuckDBEngine:
         for setting, value in self.restore.items():
             self.con.execute(f"SET {setting} = $value", {"value": value})
         self.restore.clear()
+        if self.spill is not None:
+            self.spill.cleanup()
+            self.spill = None
 
     # -- plumbing ---------------------------------------------------------------------------
 
-    def _set(self, setting: str, value: str | None) -> None:
+    def _set(self, setting: str, value: object) -> None:
         if value is None:
             return
         self.restore[setting] = self.con.execute(
@@ -125,8 +148,11 @@ def _canonical(input_name: str, columns: Columns, weight: str | None, by: Sequen
     """SELECT of the canonical columns from the user's table, every identifier quoted."""
     q = queries.identifier
     truth = f"CAST({q(columns.truth)} AS BOOLEAN)" if truth_as_bool else q(columns.truth)
-    segment = ("struct_pack(" + ", ".join(f"{q(c)} := {q(c)}" for c in by) + ")") if by else "0"
+    # one segment column is the key itself; several are packed in a struct (grouping by a
+    # struct costs about three times as much, so it is kept for when it is needed)
+    segment = (q(by[0]) if len(by) == 1 else
+               "struct_pack(" + ", ".join(f"{q(c)} := {q(c)}" for c in by) + ")" if by else "0")
     return (f"SELECT {q(columns.sample)} AS sample, {q(columns.label)} AS label, "
             f"CAST({q(columns.score)} AS DOUBLE) AS score, {truth} AS truth, "
-            f"{'CAST(' + q(weight) + ' AS DOUBLE)' if weight else '1.0'} AS weight, "
+            f"CAST({q(weight) if weight else 1} AS DOUBLE) AS weight, "
             f"{segment} AS segment FROM {q(input_name)}")

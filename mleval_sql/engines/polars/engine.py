@@ -26,7 +26,7 @@ class PolarsEngine:
             score=pl.col(columns.score).cast(pl.Float64),
             truth=pl.col(columns.truth),
             weight=pl.col(weight).cast(pl.Float64) if weight else pl.lit(1.0),
-            segment=pl.struct(*by) if by else pl.lit(0),
+            segment=pl.col(by[0]) if len(by) == 1 else pl.struct(*by) if by else pl.lit(0),
         )
         self.collect_engine = "streaming" if memory_limit else "auto"
 
@@ -34,9 +34,14 @@ class PolarsEngine:
         """The validation summary (engines/polars/validate.py)."""
         return plans.validate_summary(self.predictions).collect(engine=self.collect_engine)
 
-    def results(self, steps: Iterable[str], params: dict[str, object]) -> dict[str, pl.DataFrame]:
-        """Build every step's plan, then collect the final steps' rows in one go."""
-        relations = {"predictions": self.predictions.with_columns(pl.col("truth").cast(pl.Boolean))}
+    def results(self, steps: Iterable[str], params: dict[str, object], *,
+                numeric_truth: bool = False) -> dict[str, pl.DataFrame]:
+        """Build every step's plan, then collect the final steps' rows in one go.
+
+        ``truth`` is boolean unless ``numeric_truth`` (regression: the target).
+        """
+        truth = pl.col("truth") if numeric_truth else pl.col("truth").cast(pl.Boolean)
+        relations = {"predictions": self.predictions.with_columns(truth)}
         finals: dict[str, pl.LazyFrame] = {}
         for name in steps:
             step = STEPS[name]

@@ -1,0 +1,219 @@
+"""Benchmark: a hive-partitioned lake of multilabel predictions, evaluated by mleval_sql on each
+engine, by scikit-learn per group, and by a plain scan (the floor), in one run on the same data.
+
+    python benchmarks/lake.py                          # 100M rows: 10M samples x 10 labels
+    python benchmarks/lake.py --samples 1_000_000 --scaling 1,3,10 --memory-limit 1GB
+
+Every step runs in its own child process; the parent reports its wall time and peak RSS (from
+``wait4``) and checks that every engine's numbers equal scikit-learn's. Steps:
+
+- ``exact-<engine>``: ROC AUC and average precision per (segment, label), plus precision,
+  recall, F1 at 0.5 per label and macro-averaged, in one request;
+- ``binned-<engine>``: the same decision metrics at 101 thresholds (``bins=100``);
+- ``sklearn``: the same numbers per group after loading the columns with pyarrow;
+- ``scan``: count and sum of score per (segment, label) with DuckDB, which no evaluation beats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
+
+LABELS = 10
+SEGMENTS = 8
+EXACT = ["roc_auc", "average_precision", "precision", "recall", "f1"]
+DECISIONS = ["precision", "recall", "f1"]
+STEPS = ("exact-duckdb", "exact-polars", "binned-duckdb", "binned-polars", "sklearn", "scan")
+
+
+# -- the lake ----------------------------------------------------------------------------------
+
+def make_lake(folder: Path, samples: int, seed: int = 0) -> Path:
+    """``folder/segment=sK/part-N.parquet``: ``samples`` samples x 10 labels, 8 segments."""
+    done = folder / "_complete"
+    if done.exists():
+        return folder
+    rng = np.random.default_rng(seed)
+    labels = pa.array([f"l{j}" for j in range(LABELS)]).dictionary_encode()
+    per_file = 1_000_000
+    for start in range(0, samples, per_file):
+        n = min(per_file, samples - start)
+        segment = rng.integers(0, SEGMENTS, size=n)
+        truth = rng.random((n, LABELS)) < np.linspace(0.05, 0.5, LABELS)
+        # continuous scores with some signal: a logistic of a shifted normal
+        logit = rng.normal(0.0, 1.0, size=(n, LABELS)) + np.where(truth, 1.2, -0.4)
+        score = 1.0 / (1.0 + np.exp(-logit))
+        sample = np.arange(start, start + n, dtype=np.int64)
+        for s in range(SEGMENTS):
+            rows = segment == s
+            k = int(rows.sum())
+            table = pa.table({
+                "sample": np.repeat(sample[rows], LABELS),
+                "label": pa.DictionaryArray.from_arrays(
+                    np.tile(np.arange(LABELS, dtype=np.int32), k), labels.dictionary),
+                "score": score[rows].ravel(),
+                "truth": truth[rows].ravel(),
+            })
+            out = folder / f"segment=s{s}"
+            out.mkdir(parents=True, exist_ok=True)
+            pq.write_table(table, out / f"part-{start // per_file:05d}.parquet")
+    done.touch()
+    return folder
+
+
+# -- the steps, each run in a child process ------------------------------------------------------
+
+def run_step(step: str, lake: Path, memory_limit: str | None) -> dict:
+    """Run one step here; return its numbers as {key: value}."""
+    if step == "scan":
+        import duckdb
+
+        con = duckdb.connect()
+        if memory_limit:
+            con.execute("SET memory_limit = $m", {"m": memory_limit})
+        rows = con.execute(
+            "SELECT segment, label, count(*), sum(score) FROM read_parquet($p, "
+            "hive_partitioning = true) GROUP BY ALL", {"p": f"{lake}/**/*.parquet"}).fetchall()
+        return {"groups": len(rows)}
+    if step == "sklearn":
+        return _sklearn(lake)
+    import mleval_sql as me
+
+    kind, engine = step.split("-")
+    if kind == "exact":
+        frame = me.evaluate(str(lake), EXACT, by="segment", task="multilabel", engine=engine,
+                            average=["none", "macro"], memory_limit=memory_limit)
+    else:
+        frame = me.evaluate(str(lake), DECISIONS, by="segment", task="multilabel",
+                            engine=engine, bins=100, average=["none", "macro"],
+                            memory_limit=memory_limit)
+    return {_key(r): r["value"] for r in frame.iter_rows(named=True)}
+
+
+def _key(row: dict) -> str:
+    threshold = row.get("threshold")
+    return "|".join(str(row[c]) for c in ("segment", "metric", "average", "label")) + (
+        f"|{threshold:g}" if threshold is not None else "")
+
+
+def _sklearn(lake: Path) -> dict:
+    from sklearn.metrics import (
+        average_precision_score,
+        precision_recall_fscore_support,
+        roc_auc_score,
+    )
+
+    dataset = pads.dataset(lake, format="parquet", partitioning="hive")
+    out: dict[str, float] = {}
+    for s in range(SEGMENTS):
+        table = dataset.to_table(columns=["label", "score", "truth"],
+                                 filter=pads.field("segment") == f"s{s}")
+        label = table["label"].combine_chunks()
+        codes = label.indices.to_numpy()
+        names = label.dictionary.to_pylist()
+        score = table["score"].to_numpy()
+        truth = table["truth"].to_numpy()
+        per_label = {m: [] for m in DECISIONS}
+        for j, name in enumerate(names):
+            rows = codes == j
+            y, p = truth[rows], score[rows]
+            out[f"s{s}|roc_auc|None|{name}"] = roc_auc_score(y, p)
+            out[f"s{s}|average_precision|None|{name}"] = average_precision_score(y, p)
+            prf = precision_recall_fscore_support(y, p >= 0.5, average="binary")
+            for metric, value in zip(DECISIONS, prf, strict=False):
+                out[f"s{s}|{metric}|None|{name}|0.5"] = value
+                per_label[metric].append(value)
+        for metric, values in per_label.items():
+            out[f"s{s}|{metric}|macro|None|0.5"] = float(np.mean(values))
+    return out
+
+
+# -- the parent: time, memory, checks, report ---------------------------------------------------
+
+def measure(step: str, lake: Path, memory_limit: str | None) -> dict:
+    """Run ``step`` in a child; its wall time, peak RSS and numbers."""
+    cmd = [sys.executable, __file__, "--child", step, "--lake", str(lake)]
+    if memory_limit:
+        cmd += ["--memory-limit", memory_limit]
+    start = time.perf_counter()
+    child = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    output = child.stdout.read() if child.stdout else ""
+    _, status, usage = os.wait4(child.pid, 0)
+    seconds = time.perf_counter() - start
+    if status != 0:
+        raise SystemExit(f"step {step} failed (status {status})")
+    return {"step": step, "seconds": seconds, "peak_rss_mib": usage.ru_maxrss / 1024,
+            "numbers": json.loads(output)}
+
+
+def agreement(result: dict, oracle: dict) -> float:
+    """The largest relative difference on the numbers both computed."""
+    shared = set(result) & set(oracle)
+    if not shared:
+        raise SystemExit("no numbers in common with scikit-learn")
+    return max(abs(result[k] - oracle[k]) / max(abs(oracle[k]), 1e-300) for k in shared)
+
+
+def report(rows: list[dict], samples: int) -> str:
+    by_step = {r["step"]: r for r in rows}
+    sk, scan = by_step.get("sklearn"), by_step.get("scan")
+    lines = [f"rows: {samples * LABELS:,} ({samples:,} samples x {LABELS} labels, "
+             f"{SEGMENTS} segments)", "",
+             "| step | wall s | peak RSS MiB | sklearn / step | step / scan | max rel diff |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        vs_sk = f"{sk['seconds'] / r['seconds']:.2f}x" if sk else "-"
+        vs_scan = f"{r['seconds'] / scan['seconds']:.2f}x" if scan else "-"
+        diff = r.get("max_rel_diff")
+        lines.append(f"| {r['step']} | {r['seconds']:.1f} | {r['peak_rss_mib']:.0f} | {vs_sk} "
+                     f"| {vs_scan} | {'-' if diff is None else f'{diff:.1e}'} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=lambda s: int(s.replace("_", "")),
+                        default=10_000_000, help="samples in the full lake (x 10 labels)")
+    parser.add_argument("--scaling", default="", help="also run at these fractions of "
+                        "--samples, e.g. 0.1,0.3,1 (default: only the full size)")
+    parser.add_argument("--folder", type=Path, default=Path("/tmp/mleval-bench"))
+    parser.add_argument("--steps", default=",".join(STEPS))
+    parser.add_argument("--memory-limit", default=None, help="e.g. 1GB, for both engines")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--lake", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(run_step(args.child, args.lake, args.memory_limit)))
+        return
+    fractions = [float(f) for f in args.scaling.split(",")] if args.scaling else [1.0]
+    summary = []
+    for fraction in fractions:
+        samples = int(args.samples * fraction)
+        lake = make_lake(args.folder / f"lake-{samples}", samples)
+        rows = [measure(step, lake, args.memory_limit) for step in args.steps.split(",")]
+        oracle = next((r["numbers"] for r in rows if r["step"] == "sklearn"), None)
+        for r in rows:
+            if oracle and r["step"].startswith(("exact", "binned")):
+                r["max_rel_diff"] = agreement(r["numbers"], oracle)
+        print(report(rows, samples), "\n", flush=True)
+        summary.append({"samples": samples, "steps": {r["step"]: r["seconds"] for r in rows}})
+    if len(summary) > 1:
+        print("growth with rows (seconds per million rows):")
+        for s in summary:
+            per = {k: v / (s["samples"] * LABELS / 1e6) for k, v in s["steps"].items()}
+            print(f"  {s['samples'] * LABELS:>12,} rows: " +
+                  ", ".join(f"{k} {v:.3f}" for k, v in per.items()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""Ranking across labels, per sample: coverage, ranking loss, LRAP, one-error, precision@k and
+recall@k (polars plans).
+
+Mirrors queries/sample_ranks.sql and queries/label_ranking_metrics.sql.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from mleval_sql.engines.polars._common import truth, weight
+
+__all__ = ["label_ranking_metrics", "sample_ranks"]
+
+_score, _label = pl.col("score"), pl.col("label")
+METRICS = ("coverage_error", "label_ranking_loss", "label_ranking_average_precision",
+           "one_error", "precision_at_k", "recall_at_k")
+
+
+def sample_ranks(predictions: pl.LazyFrame, *, k: int) -> pl.LazyFrame:
+    """Per sample: label counts, coverage, wrong (true, false) pairs, LRAP and top-k hits.
+
+    A label's rank counts the sample's labels scored >= it (ties at their maximum, as
+    scikit-learn); positions for the top label and the top k order ties by the smallest label.
+    """
+    n_ge = _score.rank("max", descending=True).cast(pl.Int64)
+    # ranked among the true labels only: the false ones are null and rank null
+    true_ge = pl.when(truth).then(_score).rank("max", descending=True).cast(pl.Int64)
+    by_position = truth.sort_by(_score, _label, descending=[True, False])
+    n_true, n_labels = truth.sum(), pl.len()
+    return predictions.group_by("segment", "sample").agg(
+        weight=weight.first(),
+        n_labels=n_labels,
+        n_true=n_true,
+        coverage=n_ge.filter(truth).max().fill_null(0),
+        wrong_pairs=(n_ge - true_ge).filter(truth).sum(),
+        lrap=pl.when((n_true == 0) | (n_true == n_labels)).then(1.0)
+        .otherwise((true_ge / n_ge).filter(truth).mean()),
+        top_true=by_position.first(),
+        n_at_k=by_position.head(k).len(),
+        hits_at_k=by_position.head(k).sum(),
+    )
+
+
+def label_ranking_metrics(sample_ranks: pl.LazyFrame) -> pl.LazyFrame:
+    """Each metric's per-sample value, averaged over samples weighted by sample weight."""
+    n_true = pl.col("n_true").cast(pl.Float64)
+    n_labels = pl.col("n_labels").cast(pl.Float64)
+    hits = pl.col("hits_at_k").cast(pl.Float64)
+    scores = sample_ranks.select(
+        "segment", "weight",
+        coverage_error=pl.col("coverage").cast(pl.Float64),
+        label_ranking_loss=pl.when((n_true == 0) | (n_true == n_labels)).then(0.0)
+        .otherwise(pl.col("wrong_pairs") / (n_true * (n_labels - n_true))),
+        label_ranking_average_precision=pl.col("lrap").cast(pl.Float64),
+        one_error=pl.when(pl.col("top_true")).then(0.0).otherwise(1.0),
+        precision_at_k=hits / pl.col("n_at_k"),
+        recall_at_k=pl.when(n_true != 0).then(hits / n_true),
+    )
+    value = pl.col("value")
+    kept = weight.filter(value.is_not_null()).sum()
+    return (scores.unpivot(index=["segment", "weight"], on=list(METRICS), variable_name="metric",
+                           value_name="value")
+            .group_by("segment", "metric")
+            .agg(value=(value * weight).sum() / pl.when(kept != 0).then(kept))
+            .select("segment", "metric", average=pl.lit(None, dtype=pl.String),
+                    label=pl.lit(None), value="value"))

@@ -1,0 +1,150 @@
+"""Probabilistic metrics (log loss, Brier score) and calibration (ECE, reliability table).
+
+Mirrors queries/probability_sums.sql, probability_metrics.sql,
+multiclass_probability_metrics.sql, calibration_bins.sql, calibration_metrics.sql and
+reliability_table.sql.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import polars as pl
+
+from mleval_sql.engines.polars._common import nan_average, truth, weight
+
+__all__ = [
+    "calibration_bins",
+    "calibration_metrics",
+    "multiclass_probability_metrics",
+    "probability_metrics",
+    "probability_sums",
+    "reliability_table",
+]
+
+#: scikit-learn's log_loss clips probabilities to [eps, 1 - eps], eps the float64 epsilon
+EPS = sys.float_info.epsilon
+_KEYS = ("segment", "label")
+
+
+def probability_sums(predictions: pl.LazyFrame) -> pl.LazyFrame:
+    """Per (segment, label): weight, pos, loss_true, loss_false, squared_error (weighted sums)."""
+    score = pl.col("score")
+    # the probability of what happened, clipped as scikit-learn's log_loss clips
+    p = pl.when(truth).then(score).otherwise(1.0 - score).clip(EPS, 1.0 - EPS)
+    loss = weight * -p.log()
+    miss = pl.when(truth).then(1.0 - score).otherwise(score)
+    return predictions.group_by(*_KEYS).agg(
+        weight=weight.sum(),
+        pos=weight.filter(truth).sum(),
+        loss_true=loss.filter(truth).sum(),
+        loss_false=loss.filter(~truth).sum(),
+        squared_error=(weight * miss * miss).sum(),
+    )
+
+
+def probability_metrics(probability_sums: pl.LazyFrame) -> pl.LazyFrame:
+    """log_loss and brier_score per label (average null) and micro/macro/weighted/macro_std."""
+    sums = ("weight", "pos", "loss_true", "loss_false", "squared_error")
+    micro = probability_sums.group_by("segment").agg(pl.col(*sums).sum())
+    w = pl.col("weight")
+    scores = {
+        "log_loss": _per(pl.col("loss_true") + pl.col("loss_false"), w),
+        "brier_score": _per(pl.col("squared_error"), w),
+    }
+    return _label_averages(_grid(probability_sums), micro, scores)
+
+
+def multiclass_probability_metrics(probability_sums: pl.LazyFrame) -> pl.LazyFrame:
+    """One log_loss and one brier_score per segment (average and label null)."""
+    total = pl.col("pos")  # one true row per sample: the samples' weight
+    totals = probability_sums.group_by("segment").agg(pl.col("pos", "loss_true",
+                                                               "squared_error").sum())
+    return (totals.select("segment",
+                          log_loss=_per(pl.col("loss_true"), total),
+                          brier_score=_per(pl.col("squared_error"), total))
+            .unpivot(on=["log_loss", "brier_score"], index="segment", variable_name="metric",
+                     value_name="value")
+            .select("segment", "metric", average=pl.lit(None, dtype=pl.String),
+                    label=pl.lit(None), value="value"))
+
+
+def calibration_bins(predictions: pl.LazyFrame, *, n_bins: int) -> pl.LazyFrame:
+    """weight, pos and score_sum per (segment, label, bin) over n_bins equal-width bins."""
+    score = pl.col("score")
+    # polars divides by a literal through its reciprocal (6 / 10 -> 0.6000000000000001); a
+    # divisor computed from the data keeps each k / n correctly rounded, as in SQL
+    n = score * 0.0 + n_bins
+    k = (score * n).floor()
+    k = (pl.when((k + 1) / n <= score).then(k + 1)
+         .when(k / n > score).then(k - 1)
+         .otherwise(k))
+    binned = predictions.with_columns(bin=pl.min_horizontal(k, n - 1), n=n)
+    b = pl.col("bin")
+    return binned.group_by(*_KEYS, "bin", "n").agg(
+        weight=weight.sum(),
+        pos=weight.filter(truth).sum(),
+        score_sum=(weight * score).sum(),
+    ).select(*_KEYS, b.cast(pl.Int64), lower=b / pl.col("n"), upper=(b + 1) / pl.col("n"),
+             weight="weight", pos="pos", score_sum="score_sum")
+
+
+def calibration_metrics(calibration_bins: pl.LazyFrame) -> pl.LazyFrame:
+    """calibration_error (ECE) per label (average null) and micro/macro/weighted/macro_std."""
+    gap = (pl.col("pos") - pl.col("score_sum")).abs().sum()
+    labelled = calibration_bins.group_by(*_KEYS).agg(weight=pl.col("weight").sum(),
+                                                    pos=pl.col("pos").sum(), gap=gap)
+    micro = (calibration_bins.group_by("segment", "bin")
+             .agg(pl.col("weight", "pos", "score_sum").sum())
+             .group_by("segment").agg(weight=pl.col("weight").sum(), gap=gap))
+    scores = {"calibration_error": _per(pl.col("gap"), pl.col("weight"))}
+    return _label_averages(_grid(labelled), micro, scores)
+
+
+def reliability_table(calibration_bins: pl.LazyFrame) -> pl.LazyFrame:
+    """Per non-empty bin (positive weight): bounds, mean score, observed rate and weight."""
+    w = pl.col("weight")
+    return calibration_bins.filter(w > 0).select(
+        *_KEYS, "bin", "lower", "upper",
+        mean_score=pl.col("score_sum") / w,
+        observed_rate=pl.col("pos") / w,
+        weight=w,
+    )
+
+
+# -- shared ------------------------------------------------------------------------------------
+
+def _per(total: pl.Expr, weights: pl.Expr) -> pl.Expr:
+    """``total / weights``, null where the weights sum to 0 (or are null: a missing label)."""
+    return pl.when(weights != 0).then(total / weights)
+
+
+def _grid(per_label: pl.LazyFrame) -> pl.LazyFrame:
+    """Every (segment, label) of the input, null where a segment lacks the label."""
+    segments = per_label.select("segment").unique()
+    labels = per_label.select("label").unique()
+    return segments.join(labels, how="cross").join(per_label, on=list(_KEYS), how="left",
+                                                   nulls_equal=True)
+
+
+def _label_averages(grid: pl.LazyFrame, micro: pl.LazyFrame,
+                    scores: dict[str, pl.Expr]) -> pl.LazyFrame:
+    """Tidy rows: per label (support = positive weight), micro from ``micro``'s pooled sums,
+    and macro / weighted / macro_std over the non-null per-label values."""
+    names = list(scores)
+    long = (grid.select("segment", "label", label_support="pos", **scores)
+            .unpivot(on=names, index=["segment", "label", "label_support"],
+                     variable_name="metric", value_name="value"))
+    value = pl.col("value")
+    averaged = (long.group_by("segment", "metric")
+                .agg(macro=value.mean(),
+                     weighted=nan_average(value, pl.col("label_support")),
+                     macro_std=value.std(ddof=0))
+                .unpivot(on=["macro", "weighted", "macro_std"], index=["segment", "metric"],
+                         variable_name="average", value_name="value"))
+    pooled = (micro.select("segment", **scores)
+              .unpivot(on=names, index="segment", variable_name="metric", value_name="value")
+              .with_columns(average=pl.lit("micro")))
+    per_label = long.drop("label_support").with_columns(average=pl.lit(None, dtype=pl.String))
+    return pl.concat([per_label, pooled, averaged], how="diagonal").select(
+        "segment", "metric", "average", "label", "value")

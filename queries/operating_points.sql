@@ -1,0 +1,72 @@
+-- operating_points: the best operating point of each label over its distinct scores taken as
+-- thresholds (predicted positive iff score >= threshold; the origin at +inf is no operating
+-- point), and the threshold that reaches it.
+--   max_f1: the highest F1 = 2tp / (2tp + fp + fn).
+--   precision_at_recall: the highest precision among thresholds with recall >= $min_recall.
+--   recall_at_precision: the highest recall among thresholds with precision >= $min_precision
+--   (precision defined: tp + fp > 0).
+-- Ties in the value go to the highest threshold (the fewest predicted positives). A label with no
+-- positive weight (recall undefined), or with no threshold that qualifies, gets NULL value and
+-- threshold. Rows per label (average NULL; NULL for a label of the input that a segment lacks)
+-- and 'macro': the mean over the labels with a value (its threshold NULL).
+-- Reads:  curve_points(segment, label, threshold, tp, fp, fn, tn)  (distinct_points.sql)
+-- Params: $min_recall, $min_precision
+-- Gives:  segment, metric, average, label, threshold, value
+
+WITH params AS (
+    SELECT CAST($min_recall AS DOUBLE) AS min_recall,
+           CAST($min_precision AS DOUBLE) AS min_precision
+),
+points AS (
+    SELECT
+        segment,
+        label,
+        threshold,
+        CASE WHEN 2 * tp + fp + fn = 0 THEN NULL ELSE 2 * tp / (2 * tp + fp + fn) END AS f1,
+        CASE WHEN tp + fp = 0 THEN NULL ELSE tp / (tp + fp) END AS precision,
+        CASE WHEN tp + fn = 0 THEN NULL ELSE tp / (tp + fn) END AS recall
+    FROM curve_points
+    WHERE threshold < CAST('inf' AS DOUBLE)
+),
+candidates AS (
+    SELECT segment, label, 'max_f1' AS metric, threshold, f1 AS value
+    FROM points
+    WHERE recall IS NOT NULL AND f1 IS NOT NULL
+    UNION ALL
+    SELECT segment, label, 'precision_at_recall', threshold, precision
+    FROM points, params
+    WHERE recall >= min_recall AND precision IS NOT NULL
+    UNION ALL
+    SELECT segment, label, 'recall_at_precision', threshold, recall
+    FROM points, params
+    WHERE precision >= min_precision AND recall IS NOT NULL
+),
+ranked AS (
+    SELECT
+        segment, label, metric, threshold, value,
+        row_number() OVER (PARTITION BY segment, label, metric
+                           ORDER BY value DESC, threshold DESC) AS place
+    FROM candidates
+),
+grid AS (
+    SELECT segments.segment, labels.label, metrics.metric
+    FROM (SELECT DISTINCT segment FROM curve_points) AS segments
+    CROSS JOIN (SELECT DISTINCT label FROM curve_points) AS labels
+    CROSS JOIN (VALUES ('max_f1'), ('precision_at_recall'), ('recall_at_precision'))
+        AS metrics(metric)
+),
+per_label AS (
+    SELECT grid.segment, grid.metric, CAST(NULL AS VARCHAR) AS average, grid.label,
+           ranked.threshold, ranked.value
+    FROM grid
+    LEFT JOIN ranked
+        ON ranked.segment IS NOT DISTINCT FROM grid.segment
+        AND ranked.label = grid.label
+        AND ranked.metric = grid.metric
+        AND ranked.place = 1
+)
+SELECT segment, metric, average, label, threshold, value FROM per_label
+UNION ALL
+SELECT segment, metric, 'macro', NULL, CAST(NULL AS DOUBLE), avg(value)
+FROM per_label
+GROUP BY segment, metric

@@ -1,0 +1,50 @@
+-- regression_sums: weighted error sums of each output (label) of each segment, for regression:
+-- `score` is the prediction and `truth` the target.
+-- Reads:  predictions(sample, label, score, truth, weight, segment)
+-- Gives:  regression_sums(segment, label, weight, mean_truth, sse, sae, sape, sst)
+--   weight      sum of weight;  mean_truth  weighted mean of truth (NULL when weight is 0)
+--   sse         sum(weight * (score - truth)^2)
+--   sae         sum(weight * |score - truth|)
+--   sape        sum(weight * |score - truth| / max(|truth|, eps)), eps = 2^-52 (numpy's float64
+--               eps, as scikit-learn's MAPE: a zero truth gives a huge, finite term)
+--   sst         sum(weight * (truth - mean_truth)^2), the total sum of squares of R², taken around
+--               the weighted mean computed first: the one-pass sum(w y²) - sum(w y)² / sum(w)
+--               cancels catastrophically when the targets are large and close (1e6 + noise).
+--               Exactly 0 when the truth is constant over the rows of positive weight (so a mean
+--               that rounds off cannot fake a tiny variance); NULL when weight is 0.
+--   With mean_truth and sst kept, tables of two partitions can later be merged (Chan et al.).
+WITH means AS (
+    SELECT
+        segment,
+        label,
+        sum(weight * CAST(truth AS DOUBLE)) / nullif(sum(weight), 0) AS mean_truth,
+        min(CAST(truth AS DOUBLE)) FILTER (WHERE weight > 0)
+            = max(CAST(truth AS DOUBLE)) FILTER (WHERE weight > 0) AS constant_truth
+    FROM predictions
+    GROUP BY segment, label
+),
+errors AS (
+    SELECT
+        p.segment,
+        p.label,
+        p.weight,
+        m.mean_truth,
+        m.constant_truth,
+        p.score - CAST(p.truth AS DOUBLE) AS error,
+        CAST(p.truth AS DOUBLE) - m.mean_truth AS deviation,
+        greatest(abs(CAST(p.truth AS DOUBLE)), CAST(2.220446049250313e-16 AS DOUBLE)) AS scale
+    FROM predictions AS p
+    JOIN means AS m
+        ON p.segment IS NOT DISTINCT FROM m.segment AND p.label = m.label
+)
+SELECT
+    segment,
+    label,
+    sum(weight) AS weight,
+    mean_truth,
+    sum(weight * (error * error)) AS sse,
+    sum(weight * abs(error)) AS sae,
+    sum(weight * (abs(error) / scale)) AS sape,
+    CASE WHEN constant_truth THEN 0.0 ELSE sum(weight * (deviation * deviation)) END AS sst
+FROM errors
+GROUP BY segment, label, mean_truth, constant_truth

@@ -1,0 +1,11 @@
+"""Imports every family's oracle module, each adding its metrics to ``tests.oracle.ORACLES``."""
+
+from tests import (  # noqa: F401
+    oracle_label_ranking,
+    oracle_operating,
+    oracle_probability,
+    oracle_ranking,
+    oracle_regression,
+)
+
+__all__: list[str] = []
