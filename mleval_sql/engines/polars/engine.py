@@ -49,8 +49,8 @@ class PolarsEngine:
                                         **{p: params[p] for p in step.params})
             if step.gives is None:
                 finals[name] = plan
-            else:
-                relations[step.gives] = plan
+            else:  # a statistics table feeds several plans: computed once, from one scan
+                relations[step.gives] = plan.cache()
         frames = pl.collect_all(list(finals.values()), engine=self.collect_engine)
         return dict(zip(finals, frames, strict=True))
 
