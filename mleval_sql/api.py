@@ -149,6 +149,9 @@ def curve(
     >>> curve("fixtures/lake", "roc", by="model")  # doctest: +SKIP
     """
     by = [by] if isinstance(by, str) else list(by)
+    _only_for(kind, n_bins=(n_bins != 10, ("reliability",)),
+              bins=(bins is not None, ("roc", "pr", "sweep")),
+              drop_intermediate=(drop_intermediate is not None, ("roc", "pr")))
     if kind == "sweep":
         if thresholds is None and bins is None:
             raise InputError("a sweep needs thresholds= or bins=")
@@ -177,6 +180,14 @@ def curve(
     descending = [c == "threshold" for c in keys]
     return out.sort([*by, *keys], descending=[False] * len(by) + descending, nulls_last=False,
                     maintain_order=True)
+
+
+def _only_for(kind: str, **options: tuple[bool, tuple[str, ...]]) -> None:
+    """An option given for a curve kind that does not use it is an error, not ignored."""
+    for name, (given, kinds) in options.items():
+        if given and kind not in kinds:
+            raise InputError(f"{name} does not apply to a {kind} curve (only to "
+                             f"{' / '.join(kinds)})")
 
 
 @contextmanager

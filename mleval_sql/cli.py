@@ -1,9 +1,14 @@
-"""The ``mleval`` command line: evaluate parquet predictions, list the metrics, print their SQL.
+"""The ``mleval`` command line: evaluate parquet predictions, draw their curves, list the metrics,
+print their SQL.
 
 Usage::
 
     mleval evaluate preds/*.parquet --metric roc_auc,f1 --by region --format csv -o scores.csv
     mleval evaluate lake/ --metric f1 --by model --task multilabel --average macro --average micro
+    mleval evaluate lake/ --metric precision,recall --by model --thresholds 0.3,0.5,0.7
+    mleval evaluate preds.parquet --metric roc_auc --max-fpr 0.1 --metric calibration_error
+    mleval curve lake/ --kind roc --by model -o roc.csv --plot roc.png
+    mleval curve lake/ --kind sweep --bins 20 --by model --format json
     mleval metrics
     mleval sql f1 --task multilabel --dialect spark
 
@@ -14,17 +19,19 @@ warnings raised while evaluating print as ``mleval: note: <message>``.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, get_args
 
 import duckdb
 import polars as pl
 
 import mleval_sql as me
-from mleval_sql.api import DEFAULT_METRICS
+from mleval_sql.api import DEFAULT_METRICS, CurveKind
+from mleval_sql.plot import INSTALL_HINT, PlotError, check_target, plot_curve
 from mleval_sql.registry import AVERAGES, DEFAULTS, METRICS, Metric
 from mleval_sql.schema import TASKS
 
@@ -33,6 +40,7 @@ FORMATS = ("table", "csv", "json", "parquet")
 EXTENSIONS = {".csv": "csv", ".json": "json", ".parquet": "parquet", ".txt": "table",
               ".table": "table"}
 ZERO_DIVISION = {"0": 0.0, "1": 1.0, "null": None}
+KINDS: tuple[str, ...] = get_args(CurveKind)
 EXIT_ERROR = 2
 
 # Everything printed as a table shows all rows and columns in full, without shape or dtypes.
@@ -59,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         return int(args.run(args))
-    except (UsageError, me.InputError, OSError) as error:
+    except (UsageError, me.InputError, PlotError, OSError) as error:
         return _error(str(error))
     except (pl.exceptions.PolarsError, duckdb.Error) as error:
         # the engines' own complaints are about the files in practice: unreadable, unmatched
@@ -75,8 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "tables (sample, label, score, truth[, weight]).")
     parser.add_argument("--version", action="version", version=f"%(prog)s {me.__version__}")
     commands = parser.add_subparsers(dest="command", required=True,
-                                     metavar="{evaluate,metrics,sql}")
+                                     metavar="{evaluate,curve,metrics,sql}")
     _add_evaluate(commands)
+    _add_curve(commands)
     listing = commands.add_parser("metrics", help="list the metrics, their tasks and averages")
     listing.set_defaults(run=run_metrics)
     query = commands.add_parser("sql", help="print the standalone query of a metric")
@@ -91,16 +100,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_evaluate(commands: argparse._SubParsersAction) -> None:
     cmd = commands.add_parser("evaluate", help="compute metrics of parquet predictions")
-    cmd.add_argument("inputs", nargs="+", metavar="INPUT",
-                     help="parquet file, glob or hive-partitioned folder")
+    _add_source(cmd)
     cmd.add_argument("--metric", action="append", default=[], metavar="NAME",
                      help=f"repeatable or comma-separated (default: {','.join(DEFAULT_METRICS)})")
-    cmd.add_argument("--by", action="append", default=[], metavar="COL",
-                     help="segment column (repeatable)")
-    cmd.add_argument("--task", choices=TASKS, help="default: inferred from the data")
-    cmd.add_argument("--engine", choices=("duckdb", "polars"), default="duckdb")
     cmd.add_argument("--threshold", type=float, default=DEFAULTS["threshold"],
                      help="a label is predicted when its score is at least this (default: 0.5)")
+    _add_thresholds(cmd, "sweep the decision metrics over these thresholds, e.g. 0,0.25,0.5",
+                    "sweep the decision metrics over thresholds 0, 1/N, ..., 1; ranking metrics "
+                    "become one-pass approximations on that grid")
     cmd.add_argument("--average", action="append", choices=AVERAGES,
                      help="repeatable (default: none for binary, macro otherwise)")
     cmd.add_argument("--beta", type=float, default=DEFAULTS["beta"],
@@ -109,14 +116,70 @@ def _add_evaluate(commands: argparse._SubParsersAction) -> None:
                      help="the k of top_k_accuracy (default: 2)")
     cmd.add_argument("--zero-division", choices=tuple(ZERO_DIVISION), default="null",
                      help="the value of 0/0 (default: null)")
+    cmd.add_argument("--max-fpr", type=float, default=DEFAULTS["max_fpr"], metavar="X",
+                     help="roc_auc up to this false positive rate, McClish-corrected "
+                          "(default: the whole curve)")
+    cmd.add_argument("--min-recall", type=float, default=DEFAULTS["min_recall"], metavar="X",
+                     help="the recall precision_at_recall must reach (default: "
+                          f"{DEFAULTS['min_recall']})")
+    cmd.add_argument("--min-precision", type=float, default=DEFAULTS["min_precision"],
+                     metavar="X", help="the precision recall_at_precision must reach (default: "
+                                       f"{DEFAULTS['min_precision']})")
+    cmd.add_argument("--n-bins", type=int, default=DEFAULTS["n_bins"], metavar="N",
+                     help="equal-width score bins of calibration_error (default: "
+                          f"{DEFAULTS['n_bins']})")
+    _add_output(cmd)
+    cmd.set_defaults(run=run_evaluate)
+
+
+def _add_curve(commands: argparse._SubParsersAction) -> None:
+    cmd = commands.add_parser("curve", help="tabulate (and plot) ROC, PR, sweep or "
+                              "reliability curves per segment and label")
+    _add_source(cmd)
+    cmd.add_argument("--kind", choices=KINDS, default=DEFAULTS["kind"],
+                     help=f"the curve (default: {DEFAULTS['kind']})")
+    _add_thresholds(cmd, "the thresholds of a sweep, e.g. 0,0.25,0.5",
+                    "a sweep at thresholds 0, 1/N, ..., 1; roc and pr: approximate curves "
+                    "on that grid")
+    cmd.add_argument("--n-bins", type=int, default=DEFAULTS["n_bins"], metavar="N",
+                     help=f"equal-width score bins of reliability (default: {DEFAULTS['n_bins']})")
+    drop = cmd.add_mutually_exclusive_group()
+    drop.add_argument("--drop-intermediate", dest="drop_intermediate", action="store_true",
+                      default=None, help="drop the points scikit-learn drops (default for roc)")
+    drop.add_argument("--keep-intermediate", dest="drop_intermediate", action="store_false",
+                      help="keep a point per distinct score (default for pr)")
+    _add_output(cmd)
+    cmd.add_argument("--plot", type=Path, metavar="FILE.png",
+                     help=f"also draw the curves with matplotlib ({INSTALL_HINT})")
+    cmd.set_defaults(run=run_curve)
+
+
+def _add_source(cmd: argparse.ArgumentParser) -> None:
+    """The options saying what to read and how: inputs, segments, task, engine, columns."""
+    cmd.add_argument("inputs", nargs="+", metavar="INPUT",
+                     help="parquet file, glob or hive-partitioned folder")
+    cmd.add_argument("--by", action="append", default=[], metavar="COL",
+                     help="segment column (repeatable)")
+    cmd.add_argument("--task", choices=TASKS, help="default: inferred from the data")
+    cmd.add_argument("--engine", choices=("duckdb", "polars"), default="duckdb")
     cmd.add_argument("--column", action="append", default=[], type=_column, metavar="ROLE=NAME",
                      help="where a role (sample, label, score, truth, weight) is found, "
                           "e.g. score=prob; weight= ignores a weight column (repeatable)")
     cmd.add_argument("--memory-limit", metavar="SIZE", help="e.g. 1GB")
+
+
+def _add_thresholds(cmd: argparse.ArgumentParser, thresholds_help: str, bins_help: str) -> None:
+    """``--thresholds T,T,...`` or ``--bins N`` (thresholds 0, 1/N, ..., 1), not both."""
+    sweep = cmd.add_mutually_exclusive_group()
+    sweep.add_argument("--thresholds", type=_floats, default=DEFAULTS["thresholds"],
+                       metavar="T,T,...", help=thresholds_help)
+    sweep.add_argument("--bins", type=int, default=DEFAULTS["bins"], metavar="N", help=bins_help)
+
+
+def _add_output(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--format", choices=FORMATS,
                      help="default: from the extension of -o, else table")
     cmd.add_argument("-o", "--output", type=Path, metavar="FILE", help="default: stdout")
-    cmd.set_defaults(run=run_evaluate)
 
 
 def _column(text: str) -> tuple[str, str | None]:
@@ -126,14 +189,43 @@ def _column(text: str) -> tuple[str, str | None]:
     return role.strip(), name.strip() or None
 
 
+def _floats(text: str) -> list[float]:
+    """Comma-separated finite numbers: ``"0,0.25, 0.5"`` -> ``[0.0, 0.25, 0.5]``."""
+    try:
+        values = [float(part) for part in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or not all(math.isfinite(v) for v in values):
+        raise argparse.ArgumentTypeError(f"expected comma-separated finite numbers such as "
+                                         f"0,0.25,0.5, got {text!r}")
+    return values
+
+
 def run_evaluate(args: argparse.Namespace) -> int:
     fmt = output_format(args.format, args.output)
-    result = evaluate(args)
-    if args.output is None:
-        sys.stdout.write(render(result, fmt))
-    else:
-        write(result, fmt, args.output)
+    emit(evaluate(args), fmt, args.output)
     return 0
+
+
+def run_curve(args: argparse.Namespace) -> int:
+    fmt = output_format(args.format, args.output)
+    if args.kind == "sweep" and args.thresholds is None and args.bins is None:
+        raise UsageError("--kind sweep needs --thresholds T,T,... or --bins N")
+    if args.plot is not None:
+        check_target(args.plot)  # before the scan: a missing matplotlib should not cost one
+    result = curve(args)
+    emit(result, fmt, args.output)
+    if args.plot is not None:
+        plot_curve(result, args.kind, args.plot, by=args.by)
+    return 0
+
+
+def emit(frame: pl.DataFrame, fmt: str, output: Path | None) -> None:
+    """Write ``frame`` in ``fmt`` to ``output``, or to stdout when it is None."""
+    if output is None:
+        sys.stdout.write(render(frame, fmt))
+    else:
+        write(frame, fmt, output)
 
 
 def output_format(fmt: str | None, output: Path | None) -> str:
@@ -152,18 +244,36 @@ def output_format(fmt: str | None, output: Path | None) -> str:
 def evaluate(args: argparse.Namespace) -> pl.DataFrame:
     """``mleval_sql.evaluate`` with the command line's arguments, its warnings shown as notes."""
     options: dict[str, Any] = {
-        "by": args.by, "task": args.task, "engine": args.engine, "threshold": args.threshold,
-        "average": args.average, "beta": args.beta, "k": args.k,
-        "zero_division": ZERO_DIVISION[args.zero_division], "columns": dict(args.column),
-        "memory_limit": args.memory_limit,
+        **_source_options(args), "threshold": args.threshold, "thresholds": args.thresholds,
+        "bins": args.bins, "average": args.average, "beta": args.beta, "k": args.k,
+        "zero_division": ZERO_DIVISION[args.zero_division], "max_fpr": args.max_fpr,
+        "min_recall": args.min_recall, "min_precision": args.min_precision,
+        "n_bins": args.n_bins,
     }
     metrics = [name.strip() for arg in args.metric for name in arg.split(",") if name.strip()]
     if metrics:
         options["metrics"] = metrics
+    return _noting(me.evaluate, list(args.inputs), **options)
+
+
+def curve(args: argparse.Namespace) -> pl.DataFrame:
+    """``mleval_sql.curve`` with the command line's arguments, its warnings shown as notes."""
+    return _noting(me.curve, list(args.inputs), args.kind, **_source_options(args),
+                   thresholds=args.thresholds, bins=args.bins, n_bins=args.n_bins,
+                   drop_intermediate=args.drop_intermediate)
+
+
+def _source_options(args: argparse.Namespace) -> dict[str, Any]:
+    return {"by": args.by, "task": args.task, "engine": args.engine,
+            "columns": dict(args.column), "memory_limit": args.memory_limit}
+
+
+def _noting(run: Callable[..., pl.DataFrame], *args: Any, **kwargs: Any) -> pl.DataFrame:
+    """``run(*args, **kwargs)``, printing each distinct warning it raised as a note."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            return me.evaluate(list(args.inputs), **options)
+            return run(*args, **kwargs)
         finally:
             for message in dict.fromkeys(str(w.message) for w in caught):
                 _say("note", message)

@@ -154,4 +154,7 @@ def _parquet_path(path: str | os.PathLike[str]) -> str:
         return text
     if not Path(text).exists():
         raise InputError(f"no such file or folder: {text}")
+    if Path(text).suffix.lower() in (".csv", ".tsv", ".json", ".jsonl", ".txt"):
+        raise InputError(f"{text} is not parquet; read it into a DataFrame first (e.g. "
+                         "polars.read_csv) or convert it with DataFrame.write_parquet")
     return text

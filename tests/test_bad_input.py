@@ -288,3 +288,21 @@ def test_parquet_paths_that_match_nothing(tmp_path, pattern: str) -> None:
     (tmp_path / "empty_folder").mkdir()
     with pytest.raises(me.InputError, match="no parquet files match"):
         me.evaluate(str(tmp_path / pattern), ["f1"])
+
+
+def test_a_csv_path_is_named_as_not_parquet(tmp_path) -> None:
+    path = tmp_path / "predictions.csv"
+    path.write_text("sample,label,score,truth\n1,a,0.5,1\n")
+    with pytest.raises(me.InputError, match="is not parquet"):
+        me.evaluate(str(path), ["f1"])
+
+
+@pytest.mark.parametrize(("kind", "option"), [
+    ("roc", {"n_bins": 5}), ("reliability", {"bins": 10}),
+    ("sweep", {"thresholds": [0.5], "drop_intermediate": True}),
+])
+def test_curve_options_that_do_not_apply_are_refused(kind, option) -> None:
+    frame = pl.DataFrame({"sample": [1, 2], "label": "a", "score": [0.2, 0.8],
+                          "truth": [0, 1]})
+    with pytest.raises(me.InputError, match="does not apply"):
+        me.curve(frame, kind, **option)

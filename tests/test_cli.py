@@ -1,20 +1,29 @@
-"""The ``mleval`` command line gives what ``mleval_sql.evaluate`` gives, in every format."""
+"""The ``mleval`` command line gives what ``mleval_sql.evaluate`` and ``mleval_sql.curve`` give, in
+every format, and plots curves."""
 
 from __future__ import annotations
 
 import io
+import json
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
 import mleval_sql as me
-from mleval_sql.cli import averages_text, main, table
+from mleval_sql import plot
+from mleval_sql.cli import averages_text, build_parser, main, table
+from mleval_sql.registry import DEFAULTS
+from mleval_sql.schema import TASKS
+
+SEEDS = Path(__file__).resolve().parent.parent / "fixtures" / "seeds"
+ROC = json.loads((SEEDS / "expected.json").read_text(encoding="utf-8"))["roc_points"]
 
 
 @dataclass(frozen=True)
@@ -24,6 +33,8 @@ class Inputs:
     renamed: Path  # the multilabel table with other column names
     multiclass: Path  # exactly one true label per sample
     lake: Path  # hive folder: model=a, model=b
+    regression: Path  # numeric truth, one label
+    seed: Path  # fixtures/seeds/004_roc.csv as parquet: models res_1, res_2
 
 
 def _multilabel() -> pl.DataFrame:
@@ -45,7 +56,8 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Inputs:
     root = tmp_path_factory.mktemp("cli")
     found = Inputs(binary=root / "binary.parquet", multilabel=root / "multilabel.parquet",
                    renamed=root / "renamed.parquet", multiclass=root / "multiclass.parquet",
-                   lake=root / "lake")
+                   lake=root / "lake", regression=root / "regression.parquet",
+                   seed=root / "004_roc.parquet")
     pl.DataFrame({"sample": [1, 2, 3, 4, 5, 6], "label": "spam",
                   "score": [0.9, 0.8, 0.3, 0.6, 0.2, 0.1],
                   "truth": [1, 1, 1, 0, 0, 0]}).write_parquet(found.binary)
@@ -60,6 +72,9 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Inputs:
         folder = found.lake / f"model={model}"
         folder.mkdir(parents=True)
         multilabel.with_columns(pl.col("score") ** power).write_parquet(folder / "part-0.parquet")
+    pl.DataFrame({"sample": range(6), "label": "y", "score": [1.0, 2.5, 2.0, 4.0, 6.0, 5.5],
+                  "truth": [1.5, 2.0, 3.0, 4.0, 5.0, 7.0]}).write_parquet(found.regression)
+    pl.read_csv(SEEDS / ROC["fixture"]).write_parquet(found.seed)
     return found
 
 
@@ -224,28 +239,102 @@ def test_options_reach_the_api(inputs: Inputs, capsys: pytest.CaptureFixture,
     same(pl.read_json(io.StringIO(out)), me.evaluate(str(inputs.multilabel), **kwargs))
 
 
+Calls = list[tuple[tuple[object, ...], dict[str, object]]]
+
+
+def spy_on(monkeypatch: pytest.MonkeyPatch, name: str) -> Calls:
+    """Replace ``mleval_sql.<name>`` by a spy recording its calls; it returns a tiny frame."""
+    calls: Calls = []
+
+    def spy(*args: object, **kwargs: object) -> pl.DataFrame:
+        calls.append((args, kwargs))
+        return pl.DataFrame({"metric": ["f1"], "value": [0.25]})
+
+    monkeypatch.setattr(me, name, spy)
+    return calls
+
+
 def test_arguments_map_onto_evaluate(monkeypatch: pytest.MonkeyPatch,
                                      capsys: pytest.CaptureFixture) -> None:
     # the engines agree on values, so only a spy tells whether --engine (and the rest) arrive
-    calls: list[tuple[object, dict[str, object]]] = []
-
-    def spy(source: object, **kwargs: object) -> pl.DataFrame:
-        calls.append((source, kwargs))
-        return pl.DataFrame({"metric": ["f1"], "value": [0.25]})
-
-    monkeypatch.setattr(me, "evaluate", spy)
+    calls = spy_on(monkeypatch, "evaluate")
     code, out, _ = run(capsys, "evaluate", "a.parquet", "b/", "--metric", "f1, recall",
                        "--metric", "mcc", "--by", "region", "--by", "model", "--task",
                        "multilabel", "--engine", "polars", "--threshold", "0.25", "--average",
                        "micro", "--average", "samples", "--beta", "0.5", "--k", "3",
                        "--zero-division", "0", "--column", "score=prob", "--column", "weight=",
-                       "--memory-limit", "2GB", "--format", "csv")
+                       "--memory-limit", "2GB", "--thresholds", "0.75, 0.25,0.5",
+                       "--max-fpr", "0.3", "--min-recall", "0.8", "--min-precision", "0.7",
+                       "--n-bins", "5", "--format", "csv")
     assert (code, out) == (0, "metric,value\nf1,0.25\n")
-    assert calls == [(["a.parquet", "b/"], {
+    assert calls == [((["a.parquet", "b/"],), {
         "metrics": ["f1", "recall", "mcc"], "by": ["region", "model"], "task": "multilabel",
         "engine": "polars", "threshold": 0.25, "average": ["micro", "samples"], "beta": 0.5,
         "k": 3, "zero_division": 0.0, "columns": {"score": "prob", "weight": None},
-        "memory_limit": "2GB"})]
+        "memory_limit": "2GB", "thresholds": [0.75, 0.25, 0.5], "bins": None, "max_fpr": 0.3,
+        "min_recall": 0.8, "min_precision": 0.7, "n_bins": 5})]
+
+
+def test_evaluate_defaults_are_the_registry_defaults(monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture) -> None:
+    calls = spy_on(monkeypatch, "evaluate")
+    assert run(capsys, "evaluate", "a.parquet", "--bins", "4")[0] == 0
+    assert run(capsys, "evaluate", "a.parquet")[0] == 0
+    assert calls[0][1]["bins"] == 4
+    kwargs = calls[1][1]
+    names = ("threshold", "thresholds", "bins", "beta", "k", "zero_division", "max_fpr",
+             "min_recall", "min_precision", "n_bins")
+    assert {n: kwargs[n] for n in names} == {n: DEFAULTS[n] for n in names}
+    assert "metrics" not in kwargs  # the API's own default list
+
+
+def test_task_choices_are_the_schema_tasks() -> None:
+    parser = build_parser()
+    for command in ("evaluate", "curve"):
+        for task in TASKS:
+            assert parser.parse_args([command, "x.parquet", "--task", task]).task == task
+
+
+def _without(kwargs: dict[str, Any], key: str) -> dict[str, Any]:
+    return {k: v for k, v in kwargs.items() if k != key}
+
+
+@pytest.mark.parametrize(("argv", "kwargs", "option"), [
+    (["--metric", "precision,recall", "--by", "region", "--thresholds", "0.2,0.5,0.8"],
+     {"metrics": ["precision", "recall"], "by": "region", "thresholds": [0.2, 0.5, 0.8]},
+     "thresholds"),
+    (["--metric", "f1,roc_auc", "--bins", "4", "--average", "macro"],
+     {"metrics": ["f1", "roc_auc"], "bins": 4, "average": "macro"}, "bins"),
+    (["--metric", "roc_auc", "--max-fpr", "0.5", "--average", "none"],
+     {"metrics": "roc_auc", "max_fpr": 0.5, "average": "none"}, "max_fpr"),
+    (["--metric", "precision_at_recall", "--min-recall", "0.4", "--average", "none"],
+     {"metrics": "precision_at_recall", "min_recall": 0.4, "average": "none"}, "min_recall"),
+    (["--metric", "recall_at_precision", "--min-precision", "0.5", "--average", "none"],
+     {"metrics": "recall_at_precision", "min_precision": 0.5, "average": "none"},
+     "min_precision"),
+    (["--metric", "calibration_error", "--n-bins", "3", "--average", "none"],
+     {"metrics": "calibration_error", "n_bins": 3, "average": "none"}, "n_bins"),
+])
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_new_options_reach_the_api(inputs: Inputs, capsys: pytest.CaptureFixture,
+                                   argv: list[str], kwargs: dict[str, Any], option: str,
+                                   fmt: str) -> None:
+    expected = me.evaluate(str(inputs.multilabel), **kwargs)
+    # the option matters on this data, so dropping it on the way would show
+    assert not expected.equals(me.evaluate(str(inputs.multilabel), **_without(kwargs, option)))
+    code, out, err = run(capsys, "evaluate", inputs.multilabel, *argv, "--format", fmt)
+    assert (code, err) == (0, "")
+    same(read_back(out, fmt), expected)
+
+
+def test_regression_task(inputs: Inputs, capsys: pytest.CaptureFixture) -> None:
+    code, out, err = run(capsys, "evaluate", inputs.regression, "--task", "regression",
+                         "--metric", "mae,rmse,r2", "--format", "csv")
+    assert (code, err) == (0, "")
+    got = pl.read_csv(io.StringIO(out))
+    same(got, me.evaluate(str(inputs.regression), ["mae", "rmse", "r2"], task="regression"))
+    # |errors| 0.5, 0.5, 1, 0, 1, 1.5
+    assert got.filter(metric="mae")["value"].item() == pytest.approx(4.5 / 6)
 
 
 def test_zero_division_changes_values(inputs: Inputs, capsys: pytest.CaptureFixture) -> None:
@@ -274,6 +363,182 @@ def test_warnings_print_as_notes(inputs: Inputs, capsys: pytest.CaptureFixture) 
     assert err.splitlines() == [err.rstrip("\n")]
     assert err.startswith("mleval: note: task inferred as 'multiclass'")
     assert pl.read_csv(io.StringIO(out))["value"].to_list() == [0.5]
+
+
+# ------------------------------------------------------------------------------------ curve
+
+@pytest.mark.parametrize(("argv", "kwargs", "option"), [
+    (["--kind", "roc", "--by", "region"], {"kind": "roc", "by": "region"}, "by"),
+    (["--kind", "roc", "--keep-intermediate"], {"kind": "roc", "drop_intermediate": False},
+     "drop_intermediate"),
+    (["--kind", "pr", "--by", "region"], {"kind": "pr", "by": "region"}, "kind"),
+    (["--kind", "pr", "--drop-intermediate"], {"kind": "pr", "drop_intermediate": True},
+     "drop_intermediate"),
+    (["--kind", "roc", "--bins", "5"], {"kind": "roc", "bins": 5}, "bins"),
+    (["--kind", "sweep", "--thresholds", "0,0.3,0.6,0.9", "--by", "region"],
+     {"kind": "sweep", "thresholds": [0, 0.3, 0.6, 0.9], "by": "region"}, "by"),
+    (["--kind", "sweep", "--bins", "4"], {"kind": "sweep", "bins": 4}, None),
+    (["--kind", "reliability", "--n-bins", "4", "--by", "region"],
+     {"kind": "reliability", "n_bins": 4, "by": "region"}, "n_bins"),
+    (["--kind", "reliability", "--engine", "polars", "--column", "weight="],
+     {"kind": "reliability", "engine": "polars", "columns": {"weight": None}}, "columns"),
+])
+def test_curve_matches_the_api(inputs: Inputs, capsys: pytest.CaptureFixture,
+                               argv: list[str], kwargs: dict[str, Any],
+                               option: str | None) -> None:
+    expected = me.curve(str(inputs.multilabel), **kwargs)
+    if option is not None:  # the option matters on this data
+        baseline = me.curve(str(inputs.multilabel), **_without(kwargs, option))
+        assert not expected.equals(baseline)
+    # JSON has no infinity: the roc and pr origin (threshold +inf) is compared through csv
+    formats = ["csv"] if kwargs["kind"] in ("roc", "pr") else ["csv", "json"]
+    for fmt in formats:
+        code, out, err = run(capsys, "curve", inputs.multilabel, *argv, "--format", fmt)
+        assert (code, err) == (0, "")
+        same(read_back(out, fmt), expected)
+
+
+def test_arguments_map_onto_curve(monkeypatch: pytest.MonkeyPatch,
+                                  capsys: pytest.CaptureFixture) -> None:
+    calls = spy_on(monkeypatch, "curve")
+    assert run(capsys, "curve", "a.parquet", "b/", "--kind", "sweep", "--by", "model",
+               "--task", "multilabel", "--engine", "polars", "--thresholds", "0,0.5",
+               "--n-bins", "7", "--keep-intermediate", "--column", "score=prob",
+               "--memory-limit", "1GB", "--format", "csv")[0] == 0
+    assert run(capsys, "curve", "a.parquet", "--bins", "3", "--drop-intermediate")[0] == 0
+    assert run(capsys, "curve", "a.parquet")[0] == 0
+    assert calls == [
+        ((["a.parquet", "b/"], "sweep"), {
+            "by": ["model"], "task": "multilabel", "engine": "polars", "thresholds": [0.0, 0.5],
+            "bins": None, "n_bins": 7, "drop_intermediate": False,
+            "columns": {"score": "prob"}, "memory_limit": "1GB"}),
+        ((["a.parquet"], "roc"), {
+            "by": [], "task": None, "engine": "duckdb", "thresholds": None, "bins": 3,
+            "n_bins": 10, "drop_intermediate": True, "columns": {}, "memory_limit": None}),
+        ((["a.parquet"], DEFAULTS["kind"]), {
+            "by": [], "task": None, "engine": "duckdb", "thresholds": None, "bins": None,
+            "n_bins": DEFAULTS["n_bins"], "drop_intermediate": None, "columns": {},
+            "memory_limit": None}),
+    ]
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "polars"])
+def test_sweep_reproduces_the_seed_roc_points(inputs: Inputs, capsys: pytest.CaptureFixture,
+                                              engine: str) -> None:
+    thresholds = ",".join(str(t) for t in ROC["thresholds"])
+    assert thresholds == "0,0.2,0.4,0.6,0.8,1"
+    code, out, err = run(capsys, "curve", inputs.seed, "--kind", "sweep", "--thresholds",
+                         thresholds, "--by", "model", "--engine", engine, "--format", "csv")
+    assert (code, err) == (0, "")
+    got = pl.read_csv(io.StringIO(out))
+    assert got.height == len(ROC["points"]) == 12
+    for point in ROC["points"]:
+        row = got.filter(model=point["model"], threshold=float(point["threshold"]))
+        assert row.height == 1, point
+        assert row["fpr"].item() == pytest.approx(point["fpr"], rel=1e-9), point
+        assert row["tpr"].item() == pytest.approx(point["tpr"], rel=1e-9), point
+
+
+def test_curve_to_a_file_by_extension(inputs: Inputs, capsys: pytest.CaptureFixture,
+                                      tmp_path: Path) -> None:
+    target = tmp_path / "roc.parquet"
+    code, out, _ = run(capsys, "curve", inputs.lake, "--kind", "roc", "--by", "model",
+                       "-o", target)
+    assert (code, out) == (0, "")
+    same(pl.read_parquet(target), me.curve(str(inputs.lake), "roc", by="model"))
+
+
+def test_curve_table_on_stdout(inputs: Inputs, capsys: pytest.CaptureFixture) -> None:
+    code, out, _ = run(capsys, "curve", inputs.binary, "--kind", "pr")
+    assert code == 0
+    assert out == table(me.curve(str(inputs.binary), "pr")) + "\n"
+
+
+def test_curve_warnings_print_as_notes(inputs: Inputs, capsys: pytest.CaptureFixture) -> None:
+    code, out, err = run(capsys, "curve", inputs.multiclass, "--format", "csv")
+    assert code == 0
+    assert err.splitlines() == [err.rstrip("\n")]
+    assert err.startswith("mleval: note: task inferred as 'multiclass'")
+    same(pl.read_csv(io.StringIO(out)), me.curve(str(inputs.multiclass), task="multiclass"))
+
+
+# ------------------------------------------------------------------------------------- plots
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("kind", ["roc", "pr", "sweep", "reliability"])
+def test_plot_writes_a_png(inputs: Inputs, capsys: pytest.CaptureFixture, tmp_path: Path,
+                           kind: str) -> None:
+    from matplotlib.image import imread
+
+    target = tmp_path / f"{kind}.png"
+    sweep = ["--bins", "10"] if kind == "sweep" else []
+    code, out, err = run(capsys, "curve", inputs.lake, "--kind", kind, *sweep, "--by", "model",
+                         "--format", "csv", "--plot", target)
+    assert (code, err) == (0, "")
+    # the table is written as without --plot
+    options = {"bins": 10} if kind == "sweep" else {}
+    same(pl.read_csv(io.StringIO(out)), me.curve(str(inputs.lake), kind, by="model", **options))
+    assert target.read_bytes().startswith(PNG_MAGIC)
+    assert target.stat().st_size > 10_000
+    height, width = imread(target).shape[:2]
+    assert height >= 400 and width >= 500
+
+
+@pytest.mark.parametrize(("kind", "x", "ys", "diagonal"), [
+    ("roc", "fpr", ["tpr"], True),
+    ("pr", "recall", ["precision"], False),
+    ("sweep", "threshold", ["tpr", "fpr"], False),
+    ("reliability", "mean_score", ["observed_rate"], True),
+])
+def test_figure_draws_one_line_per_segment_and_label(inputs: Inputs, kind: str, x: str,
+                                                     ys: list[str], diagonal: bool) -> None:
+    options = {"thresholds": [0, 0.25, 0.5, 0.75, 1]} if kind == "sweep" else {}
+    curves = me.curve(str(inputs.multilabel), kind, by="region", **options)
+    ax = plot.figure(curves, kind, by=["region"]).axes[0]
+    lines = [line for line in ax.get_lines() if not line.get_label().startswith("_")]
+    groups = curves.partition_by(["region", "label"], maintain_order=True)
+    assert len(groups) == 6  # regions north, south x labels a, b, c
+    assert len(lines) == len(groups) * len(ys)
+    for i, line in enumerate(lines):
+        group, y = groups[i // len(ys)], ys[i % len(ys)]
+        region, label = group["region"][0], group["label"][0]
+        name = f"region={region}, label={label}"
+        assert line.get_label() == (name if len(ys) == 1 else f"{name}: {y}")
+        for drawn, column in ((line.get_xdata(), x), (line.get_ydata(), y)):
+            # nulls (e.g. recall where a region lacks positives) are drawn as gaps: NaN
+            want = group[column].cast(pl.Float64).fill_null(float("nan")).to_list()
+            assert list(drawn) == pytest.approx(want, nan_ok=True)
+    diagonals = [line for line in ax.get_lines() if line.get_label() == "_diagonal"]
+    assert len(diagonals) == int(diagonal)
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        line.get_label() for line in lines]
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_title()) == (
+        plot.STYLES[kind].xlabel, plot.STYLES[kind].ylabel, plot.STYLES[kind].title)
+
+
+def test_plot_without_matplotlib(inputs: Inputs, capsys: pytest.CaptureFixture,
+                                 tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for module in ("matplotlib", "matplotlib.figure", "matplotlib.backends",
+                   "matplotlib.backends.backend_agg"):
+        monkeypatch.setitem(sys.modules, module, None)  # import fails
+    target = tmp_path / "roc.png"
+    code, out, err = run(capsys, "curve", inputs.binary, "--plot", target)
+    assert (code, out) == (2, "")
+    assert err.splitlines() == [err.rstrip("\n")]
+    assert err.startswith("mleval: error: ")
+    assert "pip install 'mleval_sql[plot]'" in err
+    assert not target.exists()
+
+
+def test_plot_problems_come_before_evaluating(capsys: pytest.CaptureFixture,
+                                              tmp_path: Path) -> None:
+    # the input does not exist: the plot's file type is checked first, as it needs no scan
+    code, _, err = run(capsys, "curve", tmp_path / "missing.parquet", "--plot",
+                       tmp_path / "roc.xlsx")
+    assert code == 2
+    assert err.startswith(f"mleval: error: cannot plot to '{tmp_path / 'roc.xlsx'}'")
 
 
 # ------------------------------------------------------------------------------- metrics, sql
@@ -329,6 +594,34 @@ def test_sql_options(capsys: pytest.CaptureFixture) -> None:
     (["evaluate", "{binary}", "--threshold", "half"], "half"),
     (["evaluate", "{binary}", "--task", "multiclass"], "multiclass"),
     (["evaluate", "{dir}/nothing-*.parquet"], "nothing-"),
+    (["evaluate", "{binary}", "--thresholds", "0,x"], "0,x"),
+    (["evaluate", "{binary}", "--thresholds", "0,nan"], "0,nan"),
+    (["evaluate", "{binary}", "--thresholds", ""], "--thresholds"),
+    (["evaluate", "{binary}", "--thresholds", "0.5", "--bins", "2"], "--bins"),
+    (["evaluate", "{binary}", "--bins", "x"], "--bins"),
+    (["evaluate", "{binary}", "--bins", "0"], "bins"),
+    (["evaluate", "{binary}", "--max-fpr", "0"], "max_fpr"),
+    (["evaluate", "{binary}", "--max-fpr", "x"], "--max-fpr"),
+    (["evaluate", "{binary}", "--min-recall", "1.5"], "min_recall"),
+    (["evaluate", "{binary}", "--min-precision", "x"], "--min-precision"),
+    (["evaluate", "{binary}", "--n-bins", "0"], "n_bins"),
+    (["evaluate", "{binary}", "--n-bins", "2.5"], "--n-bins"),
+    (["evaluate", "{binary}", "--task", "regression"], "regression"),
+    (["evaluate", "{binary}", "--task", "ranking"], "ranking"),
+    (["evaluate", "{binary}", "--metric", "roc_auc", "--thresholds", "0.5"], "roc_auc"),
+    (["curve", "{dir}/no-such.parquet"], "no-such.parquet"),
+    (["curve", "{binary}", "--kind", "lift"], "lift"),
+    (["curve", "{binary}", "--kind", "sweep"], "--thresholds"),
+    (["curve", "{binary}", "--kind", "sweep", "--thresholds", "0,x"], "0,x"),
+    (["curve", "{binary}", "--kind", "sweep", "--bins", "0"], "bins"),
+    (["curve", "{binary}", "--kind", "roc", "--thresholds", "0.5"], "thresholds"),
+    (["curve", "{binary}", "--kind", "reliability", "--n-bins", "0"], "n_bins"),
+    (["curve", "{binary}", "--drop-intermediate", "--keep-intermediate"],
+     "--keep-intermediate"),
+    (["curve", "{binary}", "--task", "regression"], "regression"),
+    (["curve", "{binary}", "--by", "region"], "region"),
+    (["curve", "{binary}", "--format", "parquet"], "-o"),
+    (["curve", "{binary}", "--plot", "{dir}/curve.xlsx"], "curve.xlsx"),
     (["sql", "no_metric"], "no_metric"),
     (["sql", "f1", "--dialect", "no_dialect"], "no_dialect"),
     (["frobnicate"], "frobnicate"),
