@@ -1,0 +1,40 @@
+"""The lake benchmark at 200k rows, as a correctness check only (never timed here): every
+engine's numbers equal scikit-learn's on the benchmark's own data and steps."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("lake_benchmark", ROOT / "benchmarks" / "lake.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def lake(bench, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return bench.make_lake(tmp_path_factory.mktemp("bench") / "lake", samples=20_000)
+
+
+@pytest.fixture(scope="module")
+def oracle(bench, lake: Path) -> dict:
+    return bench.run_step("sklearn", lake, None)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("step", ["exact-duckdb", "exact-polars", "binned-duckdb",
+                                  "binned-polars"])
+def test_benchmark_steps_equal_scikit_learn(bench, lake: Path, oracle: dict, step: str):
+    numbers = bench.run_step(step, lake, "1GB")
+    shared = set(numbers) & set(oracle)
+    # exact: AUC, AP and P/R/F1 of 80 groups, plus 24 macro values; binned: the 0.5 rows
+    assert len(shared) >= (424 if step.startswith("exact") else 264)
+    assert bench.agreement(numbers, oracle) < 1e-9
