@@ -25,8 +25,10 @@ class DuckDBEngine:
     """Evaluate with DuckDB.
 
     ``memory_limit`` (e.g. ``"1GB"``) bounds DuckDB's memory; what does not fit spills to
-    ``temp_directory`` (default: a fresh temporary folder, removed afterwards). A progress bar
-    shows on a terminal.
+    ``temp_directory`` (default: a fresh temporary folder, removed afterwards). On a user's
+    ``connection`` the settings changed are restored afterwards, except the spill folder: DuckDB
+    cannot switch it once used, so there it is only set when asked for. A progress bar shows on
+    a terminal.
     """
 
     name = "duckdb"
@@ -34,19 +36,21 @@ class DuckDBEngine:
     def __init__(self, source: Source, columns: Columns, weight: str | None, by: Sequence[str],
                  *, connection: duckdb.DuckDBPyConnection | None = None,
                  memory_limit: str | None = None, temp_directory: str | None = None) -> None:
+        self.owned = connection is None
         self.con = connection or duckdb.connect()
         self.prefix = f"mleval_{uuid.uuid4().hex[:8]}_"
         self.created: list[tuple[str, str]] = []
         self.restore: dict[str, object] = {}
         self.spill: tempfile.TemporaryDirectory[str] | None = None
         if memory_limit:
-            if temp_directory is None:
+            if temp_directory is None and self.owned:
                 self.spill = tempfile.TemporaryDirectory(prefix="mleval-spill-")
                 temp_directory = self.spill.name
             self._set("memory_limit", memory_limit)
             # keeping the input's row order costs memory that large aggregations need
             self._set("preserve_insertion_order", False)
-        self._set("temp_directory", temp_directory)
+        if temp_directory is not None:
+            self.con.execute("SET temp_directory = $value", {"value": temp_directory})
         self._set("enable_progress_bar", sys.stderr.isatty())
         relation = source.duckdb(self.con)
         if isinstance(source, DuckDBRelation):
@@ -89,12 +93,16 @@ class DuckDBEngine:
         return out
 
     def close(self) -> None:
-        """Drop what the run created and restore the settings it changed."""
-        for kind, name in reversed(self.created):
-            self.con.execute(f"DROP {kind} IF EXISTS {queries.identifier(name)}")
+        """Drop what the run created and restore the settings it changed (a connection of our
+        own is simply closed)."""
+        if self.owned:
+            self.con.close()
+        else:
+            for kind, name in reversed(self.created):
+                self.con.execute(f"DROP {kind} IF EXISTS {queries.identifier(name)}")
+            for setting, value in self.restore.items():
+                self.con.execute(f"SET {setting} = $value", {"value": value})
         self.created.clear()
-        for setting, value in self.restore.items():
-            self.con.execute(f"SET {setting} = $value", {"value": value})
         self.restore.clear()
         if self.spill is not None:
             self.spill.cleanup()
