@@ -17,7 +17,7 @@ import polars as pl
 
 from mleval_sql import queries
 from mleval_sql.registry import STEPS
-from mleval_sql.schema import Columns
+from mleval_sql.schema import Columns, InputError
 from mleval_sql.sources import DuckDBRelation, Source
 
 
@@ -25,10 +25,9 @@ class DuckDBEngine:
     """Evaluate with DuckDB.
 
     ``memory_limit`` (e.g. ``"1GB"``) bounds DuckDB's memory; what does not fit spills to
-    ``temp_directory`` (default: a fresh temporary folder, removed afterwards). On a user's
-    ``connection`` the settings changed are restored afterwards, except the spill folder: DuckDB
-    cannot switch it once used, so there it is only set when asked for. A progress bar shows on
-    a terminal.
+    ``temp_directory`` (default: a fresh temporary folder, removed afterwards), on a connection
+    of its own; a user's ``connection`` keeps the memory settings the user gave it. A progress
+    bar shows on a terminal.
     """
 
     name = "duckdb"
@@ -42,8 +41,12 @@ class DuckDBEngine:
         self.created: list[tuple[str, str]] = []
         self.restore: dict[str, object] = {}
         self.spill: tempfile.TemporaryDirectory[str] | None = None
+        if memory_limit and not self.owned:
+            # DuckDB reports the old limit rounded ("2.7 GiB"): it could not be put back exactly
+            raise InputError("memory_limit= applies to a connection of mleval's own; on your "
+                             "connection, SET memory_limit (and temp_directory) yourself")
         if memory_limit:
-            if temp_directory is None and self.owned:
+            if temp_directory is None:
                 self.spill = tempfile.TemporaryDirectory(prefix="mleval-spill-")
                 temp_directory = self.spill.name
             self._set("memory_limit", memory_limit)
