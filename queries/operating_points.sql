@@ -18,52 +18,66 @@ WITH params AS (
            CAST($min_precision AS DOUBLE) AS min_precision
 ),
 points AS (
+    -- the origin keeps its label in the grid but is no candidate: its rates are NULL
     SELECT
         segment,
         label,
         threshold,
-        CASE WHEN 2 * tp + fp + fn = 0 THEN NULL ELSE 2 * tp / (2 * tp + fp + fn) END AS f1,
-        CASE WHEN tp + fp = 0 THEN NULL ELSE tp / (tp + fp) END AS precision,
-        CASE WHEN tp + fn = 0 THEN NULL ELSE tp / (tp + fn) END AS recall
+        CASE WHEN 2 * tp + fp + fn = 0 OR threshold = CAST('inf' AS DOUBLE) THEN NULL
+            ELSE 2 * tp / (2 * tp + fp + fn) END AS f1,
+        CASE WHEN tp + fp = 0 OR threshold = CAST('inf' AS DOUBLE) THEN NULL
+            ELSE tp / (tp + fp) END AS precision,
+        CASE WHEN tp + fn = 0 OR threshold = CAST('inf' AS DOUBLE) THEN NULL
+            ELSE tp / (tp + fn) END AS recall
     FROM curve_points
-    WHERE threshold < CAST('inf' AS DOUBLE)
+),
+best AS (
+    -- one pass per label: the highest value, ties to the highest threshold ((value, threshold)
+    -- compares value first)
+    SELECT
+        segment,
+        label,
+        max(f1) FILTER (WHERE recall IS NOT NULL) AS max_f1,
+        arg_max(threshold, (f1, threshold)) FILTER (WHERE recall IS NOT NULL AND f1 IS NOT NULL)
+            AS max_f1_threshold,
+        max(precision) FILTER (WHERE recall >= min_recall) AS precision_at_recall,
+        arg_max(threshold, (precision, threshold))
+            FILTER (WHERE recall >= min_recall AND precision IS NOT NULL)
+            AS precision_at_recall_threshold,
+        max(recall) FILTER (WHERE precision >= min_precision) AS recall_at_precision,
+        arg_max(threshold, (recall, threshold))
+            FILTER (WHERE precision >= min_precision AND recall IS NOT NULL)
+            AS recall_at_precision_threshold
+    FROM points, params
+    GROUP BY segment, label
 ),
 candidates AS (
-    SELECT segment, label, 'max_f1' AS metric, threshold, f1 AS value
-    FROM points
-    WHERE recall IS NOT NULL AND f1 IS NOT NULL
+    SELECT segment, label, 'max_f1' AS metric, max_f1_threshold AS threshold, max_f1 AS value
+    FROM best
     UNION ALL
-    SELECT segment, label, 'precision_at_recall', threshold, precision
-    FROM points, params
-    WHERE recall >= min_recall AND precision IS NOT NULL
+    SELECT segment, label, 'precision_at_recall', precision_at_recall_threshold,
+           precision_at_recall
+    FROM best
     UNION ALL
-    SELECT segment, label, 'recall_at_precision', threshold, recall
-    FROM points, params
-    WHERE precision >= min_precision AND recall IS NOT NULL
-),
-ranked AS (
-    SELECT
-        segment, label, metric, threshold, value,
-        row_number() OVER (PARTITION BY segment, label, metric
-                           ORDER BY value DESC, threshold DESC) AS place
-    FROM candidates
+    SELECT segment, label, 'recall_at_precision', recall_at_precision_threshold,
+           recall_at_precision
+    FROM best
 ),
 grid AS (
     SELECT segments.segment, labels.label, metrics.metric
-    FROM (SELECT DISTINCT segment FROM curve_points) AS segments
-    CROSS JOIN (SELECT DISTINCT label FROM curve_points) AS labels
+    FROM (SELECT DISTINCT segment FROM best) AS segments
+    CROSS JOIN (SELECT DISTINCT label FROM best) AS labels
     CROSS JOIN (VALUES ('max_f1'), ('precision_at_recall'), ('recall_at_precision'))
         AS metrics(metric)
 ),
 per_label AS (
     SELECT grid.segment, grid.metric, CAST(NULL AS VARCHAR) AS average, grid.label,
-           ranked.threshold, ranked.value
+           candidates.threshold, candidates.value
     FROM grid
-    LEFT JOIN ranked
-        ON ranked.segment IS NOT DISTINCT FROM grid.segment
-        AND ranked.label = grid.label
-        AND ranked.metric = grid.metric
-        AND ranked.place = 1
+    LEFT JOIN candidates
+        ON candidates.segment IS NOT DISTINCT FROM grid.segment
+        AND candidates.label = grid.label
+        AND candidates.metric = grid.metric
 )
 SELECT segment, metric, average, label, threshold, value FROM per_label
 UNION ALL

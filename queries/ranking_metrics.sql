@@ -1,12 +1,14 @@
 -- ranking_metrics: ROC AUC (with $max_fpr: partial, McClish-corrected), average precision and the
 -- precision = recall break-even point of each label and their averages, from the exact curve.
--- Reads:  curve_points(segment, label, threshold, tp, fp, fn, tn)  (distinct_points.sql)
---         score_counts(segment, label, score, pos, neg)  (score_counts.sql)
+-- Reads:  curve_points(segment, label, threshold, tp, fp, fn, tn, pos, neg)  (distinct_points.sql)
 -- Params: $max_fpr (NULL or 1: the whole ROC curve)
 -- Gives:  segment, metric, average, label, value
 --   Each curve is walked by threshold, descending from the origin (+inf); P and N are the
 --   positive and negative weight of the label (tp and fp at the lowest threshold), and tied
---   scores are one point, so every metric counts ties as scikit-learn does.
+--   scores are one point, so every metric counts ties as scikit-learn does. Every term is local
+--   to a point: its block of tied weight (pos, neg) leads from the previous point
+--   (tp - pos, fp - neg) to it, so each curve is one GROUP BY (the pooled micro curve: one
+--   window over every label's points, whose RANGE frames make tied scores one block).
 --   roc_auc: trapezoidal area under (fpr, tpr) = scikit-learn's roc_auc_score; NULL when P = 0
 --     or N = 0. With $max_fpr < 1: the area for fpr <= $max_fpr (the curve interpolated linearly
 --     at $max_fpr), McClish-corrected: 0.5 * (1 + (A - m^2/2) / (m - m^2/2)), as scikit-learn.
@@ -14,10 +16,12 @@
 --     interpolation) = scikit-learn's average_precision_score; NULL when P = 0 (scikit-learn
 --     1.9 returns 0 there, with a warning).
 --   break_even: precision = recall exactly where the predicted weight n = tp + fp equals P.
---     The point is found in the tied block (one distinct score) within which n crosses P, and
+--     The point is found in the tied block (one distinct score) within which n reaches P, and
 --     tp is interpolated linearly inside it (its expectation when the tie is broken at random):
---     (tp_before + pos_block * (P - n_before) / n_block) / P. Without ties and with unit
---     weights this is the R-precision. NULL when P = 0.
+--     (tp_before + pos_block * (P - n_before) / n_block) / P, summed as every block's positive
+--     weight times the share of the block within the first P predicted (1 before the crossing
+--     block, 0 after it). Without ties and with unit weights this is the R-precision. NULL
+--     when P = 0.
 --   micro: the same metrics on all labels pooled (scores of every label on one curve, as
 --   scikit-learn's average='micro'); macro: mean over labels; weighted: mean weighted by P;
 --   macro_std: population standard deviation over labels. Averages skip NULL labels (where
@@ -29,83 +33,92 @@
 WITH params AS (
     SELECT CAST($max_fpr AS DOUBLE) AS max_fpr
 ),
-pooled AS (
-    SELECT segment, score, sum(pos) AS pos, sum(neg) AS neg
-    FROM score_counts
-    GROUP BY segment, score
-    HAVING sum(pos) + sum(neg) > 0
-    UNION ALL
-    SELECT DISTINCT segment, CAST('inf' AS DOUBLE), 0.0, 0.0 FROM curve_points
-),
-curves AS (
-    SELECT segment, CAST(NULL AS VARCHAR) AS average, label, threshold, tp, fp
-    FROM curve_points
-    UNION ALL
-    SELECT segment, 'micro', NULL, score, sum(pos) OVER above, sum(neg) OVER above
-    FROM pooled
-    WINDOW above AS (PARTITION BY segment ORDER BY score DESC ROWS UNBOUNDED PRECEDING)
-),
-walked AS (
+label_points AS (
     SELECT
-        segment, average, label, tp, fp,
-        lag(tp) OVER ordered AS tp0,
-        lag(fp) OVER ordered AS fp0,
-        max(tp) OVER curve AS p,
-        max(fp) OVER curve AS n
-    FROM curves
-    WINDOW
-        curve AS (PARTITION BY segment, average, label),
-        ordered AS (PARTITION BY segment, average, label ORDER BY threshold DESC)
+        segment, CAST(NULL AS VARCHAR) AS average, label, threshold, tp, fp,
+        tp - pos AS tp0, fp - neg AS fp0, pos, neg, tp + fn AS p, fp + tn AS n
+    FROM curve_points
+),
+micro_points AS (
+    -- every label's points on one curve per segment: a row is one label's weight at a score,
+    -- tp and fp are those of its tied block (RANGE frame: all rows at a score or above)
+    SELECT
+        segment, 'micro' AS average, NULL AS label, threshold, tp, fp,
+        tp - block_pos AS tp0, fp - block_neg AS fp0, pos, neg, p, n
+    FROM (
+        SELECT
+            segment, threshold, pos, neg,
+            sum(pos) OVER upto AS tp,
+            sum(neg) OVER upto AS fp,
+            sum(pos) OVER tied AS block_pos,
+            sum(neg) OVER tied AS block_neg,
+            sum(pos) OVER pooled AS p,
+            sum(neg) OVER pooled AS n
+        FROM curve_points
+        WHERE pos + neg > 0  -- not the origins
+        WINDOW
+            upto AS (PARTITION BY segment ORDER BY threshold DESC
+                     RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW),
+            tied AS (PARTITION BY segment ORDER BY threshold DESC
+                     RANGE BETWEEN CURRENT ROW AND CURRENT ROW),
+            pooled AS (PARTITION BY segment)
+    ) AS pooled_points
 ),
 rates AS (
     SELECT
-        segment, average, label, tp, fp, tp0, fp0, p, n,
+        segment, average, label, threshold, tp, fp, tp0, fp0, pos, neg, p, n,
         CASE WHEN p > 0 THEN tp / p END AS tpr,
         CASE WHEN p > 0 THEN tp0 / p END AS tpr0,
         CASE WHEN n > 0 THEN fp / n END AS fpr,
         CASE WHEN n > 0 THEN fp0 / n END AS fpr0
-    FROM walked
+    FROM (SELECT * FROM label_points UNION ALL SELECT * FROM micro_points) AS points
 ),
 terms AS (
     SELECT
-        segment, average, label, p, n, max_fpr,
-        (fpr - fpr0) * (tpr + tpr0) / 2 AS area,
+        segment, average, label, tp, fp, max_fpr,
+        -- the row's share of its trapezoid, times 2 P N
+        neg * (tp + tp0) AS area,
         CASE
-            WHEN fpr <= max_fpr THEN (fpr - fpr0) * (tpr + tpr0) / 2
-            WHEN fpr0 <= max_fpr
-                THEN (max_fpr - fpr0)
+            WHEN fpr <= max_fpr THEN neg / n * (tpr + tpr0) / 2
+            WHEN fpr0 <= max_fpr  -- the block crossing max_fpr, cut there
+                THEN neg / (fp - fp0) * (max_fpr - fpr0)
                      * (2 * tpr0 + (tpr - tpr0) * (max_fpr - fpr0) / (fpr - fpr0)) / 2
             ELSE 0.0
         END AS partial_area,
-        CASE WHEN tp + fp > 0 THEN (tpr - tpr0) * (tp / (tp + fp)) END AS precision_step,
-        CASE WHEN tp0 + fp0 < p AND tp + fp >= p
-            THEN (tp0 + (tp - tp0) * (p - (tp0 + fp0)) / ((tp + fp) - (tp0 + fp0))) / p
-        END AS break_even
+        CASE WHEN pos > 0 THEN pos * (tp / (tp + fp)) END AS precision_step,
+        -- the row's positive weight among the first P predicted: all of it in blocks that end
+        -- by P, none past P, the share (P - n_before) / n_block in the block that crosses P
+        CASE WHEN pos > 0 AND tp + fp > tp0 + fp0
+            THEN pos * greatest(0.0, least(1.0, (p - (tp0 + fp0)) / ((tp + fp) - (tp0 + fp0))))
+        END AS break_even_step
     FROM rates, params
 ),
 curve_values AS (
     SELECT
         segment, average, label,
-        max(p) AS support,
+        max(tp) AS support,
         CASE
-            WHEN max(p) = 0 OR max(n) = 0 THEN NULL
-            WHEN max(max_fpr) IS NULL OR max(max_fpr) >= 1 THEN sum(area)
+            WHEN max(tp) = 0 OR max(fp) = 0 THEN NULL
+            WHEN max(max_fpr) IS NULL OR max(max_fpr) >= 1
+                THEN sum(area) / (2 * max(tp) * max(fp))
             ELSE 0.5 * (1 + (sum(partial_area) - max(max_fpr) * max(max_fpr) / 2)
                             / (max(max_fpr) - max(max_fpr) * max(max_fpr) / 2))
         END AS roc_auc,
-        CASE WHEN max(p) > 0 THEN sum(precision_step) END AS average_precision,
-        max(break_even) AS break_even
+        CASE WHEN max(tp) > 0 THEN coalesce(sum(precision_step), 0) / max(tp) END
+            AS average_precision,
+        CASE WHEN max(tp) > 0 THEN coalesce(sum(break_even_step), 0) / max(tp) END
+            AS break_even
     FROM terms
     GROUP BY segment, average, label
 ),
 segments AS (
-    SELECT DISTINCT segment FROM curve_points
+    SELECT DISTINCT segment FROM curve_values
 ),
 grid AS (
     SELECT s.segment, CAST(NULL AS VARCHAR) AS average, l.label, v.support, v.roc_auc,
            v.average_precision, v.break_even
     FROM segments AS s
-    CROSS JOIN (SELECT DISTINCT label FROM curve_points) AS l
+    CROSS JOIN (SELECT DISTINCT label FROM curve_values WHERE average IS NULL) AS l
     LEFT JOIN curve_values AS v
         ON v.segment IS NOT DISTINCT FROM s.segment AND v.average IS NULL AND v.label = l.label
     UNION ALL

@@ -35,27 +35,32 @@ def score_counts(predictions: pl.LazyFrame, *, bins: int | None) -> pl.LazyFrame
 
 
 def distinct_points(score_counts: pl.LazyFrame) -> pl.LazyFrame:
-    """tp, fp, fn, tn at every distinct score as threshold, plus the origin at +inf."""
+    """tp, fp, fn, tn at every distinct score as threshold, plus the origin at +inf, and the
+    weight (pos, neg) at that score: one sort by score, running sums per label."""
     pos, neg = pl.col("pos"), pl.col("neg")
     weighted = score_counts.filter(pos + neg > 0)  # as scikit-learn: zero-weight rows make no point
-    points = weighted.sort(*_KEYS, "score", descending=[False, False, True]).select(
+    origins = score_counts.select(*_KEYS).unique().with_columns(
+        score=pl.lit(float("inf")), pos=pl.lit(0.0), neg=pl.lit(0.0))
+    tp, fp = pos.cum_sum(), neg.cum_sum()
+    # scores are distinct within a label, so sorting by score alone orders every label's rows;
+    # fn = P - tp with P the last running sum (scikit-learn's tps[-1] - tps): 0 once no positive
+    # weight is left; abs() turns the -0.0 of polars' scalar - column (-(column - scalar)) to 0.0
+    return pl.concat([origins, weighted.select(*_KEYS, "score", "pos", "neg")]).sort(
+        "score", descending=True).select(
         *_KEYS,
         threshold="score",
-        tp=pos.cum_sum().over(_KEYS),
-        fp=neg.cum_sum().over(_KEYS),
-        fn=pos.cum_sum(reverse=True).shift(-1, fill_value=0.0).over(_KEYS),
-        tn=neg.cum_sum(reverse=True).shift(-1, fill_value=0.0).over(_KEYS),
+        tp=tp.over(_KEYS),
+        fp=fp.over(_KEYS),
+        fn=(tp.last() - tp).abs().over(_KEYS),
+        tn=(fp.last() - fp).abs().over(_KEYS),
+        pos=pos,
+        neg=neg,
     )
-    origin = score_counts.group_by(*_KEYS).agg(
-        threshold=pl.lit(float("inf")), tp=pl.lit(0.0), fp=pl.lit(0.0), fn=pos.sum(),
-        tn=neg.sum())
-    return pl.concat([points, origin], how="diagonal")
 
 
 # -- ranking metrics per label (queries/ranking_metrics.sql) -------------------------------------
 
 RANKING_METRICS = ("roc_auc", "average_precision", "break_even")
-_CURVE = ("segment", "average", "label")
 
 
 def _divide(numerator: pl.Expr, value: float, like: pl.Expr) -> pl.Expr:
@@ -63,67 +68,80 @@ def _divide(numerator: pl.Expr, value: float, like: pl.Expr) -> pl.Expr:
     return numerator / (like * 0.0 + value)
 
 
-def _pooled_points(curve_points: pl.LazyFrame, score_counts: pl.LazyFrame) -> pl.LazyFrame:
-    """Cumulative tp, fp of every label's scores on one curve per segment (average='micro')."""
-    pos, neg = pl.col("pos"), pl.col("neg")
-    pooled = (score_counts.group_by("segment", "score").agg(pos.sum(), neg.sum())
-              .filter(pos + neg > 0))
-    origins = curve_points.select("segment").unique().with_columns(
-        score=pl.lit(float("inf")), pos=pl.lit(0.0), neg=pl.lit(0.0))
-    return (pl.concat([pooled, origins], how="diagonal")
-            .sort("segment", "score", descending=[False, True])
-            .select("segment", average=pl.lit("micro"), threshold="score",
-                    tp=pos.cum_sum().over("segment"), fp=neg.cum_sum().over("segment")))
+def _label_points(curve_points: pl.LazyFrame) -> pl.LazyFrame:
+    """Each point of each label's curve with the previous point (tp0, fp0) and P, N."""
+    tp, fp, pos, neg = (pl.col(c) for c in ("tp", "fp", "pos", "neg"))
+    return curve_points.select(
+        *_KEYS, "threshold", "tp", "fp", "pos", "neg", tp0=tp - pos, fp0=fp - neg,
+        p=tp + pl.col("fn"), n=fp + pl.col("tn"))
 
 
-def _curve_values(curves: pl.LazyFrame, max_fpr: float | None) -> pl.LazyFrame:
-    """roc_auc, average_precision, break_even and support (P) of each curve."""
-    tp, fp = pl.col("tp"), pl.col("fp")
-    walked = curves.sort(*_CURVE, "threshold", descending=[False, False, False, True],
-                         nulls_last=False).with_columns(
-        tp0=tp.shift(1).over(_CURVE), fp0=fp.shift(1).over(_CURVE),
-        p=tp.max().over(_CURVE), n=fp.max().over(_CURVE))
-    tp0, fp0, p, n = (pl.col(c) for c in ("tp0", "fp0", "p", "n"))
-    rates = walked.with_columns(
-        tpr=pl.when(p > 0).then(tp / p), tpr0=pl.when(p > 0).then(tp0 / p),
-        fpr=pl.when(n > 0).then(fp / n), fpr0=pl.when(n > 0).then(fp0 / n))
-    tpr, tpr0, fpr, fpr0 = (pl.col(c) for c in ("tpr", "tpr0", "fpr", "fpr0"))
-    area = (fpr - fpr0) * (tpr + tpr0) / 2
+def _micro_points(curve_points: pl.LazyFrame) -> pl.LazyFrame:
+    """Every label's points on one curve per segment (average='micro'): a row is one label's
+    weight at a score; tp, fp are those of its tied block and tp0, fp0 those just above it."""
+    pos, neg, threshold = pl.col("pos"), pl.col("neg"), pl.col("threshold")
+    tp, fp = pos.cum_sum(), neg.cum_sum()
+    # sorted by threshold, a segment's tied rows are consecutive: a block ends where the next
+    # row of the segment has another threshold, and starts where the previous one has
+    last = (threshold != threshold.shift(-1)).fill_null(True)
+    first = (threshold != threshold.shift(1)).fill_null(True)
+    return (curve_points.filter(pos + neg > 0)  # not the origins
+            .select("segment", "threshold", "pos", "neg")
+            .sort("threshold", descending=True)
+            .select(
+                "segment", "threshold", "pos", "neg",
+                tp=pl.when(last).then(tp).backward_fill().over("segment"),
+                fp=pl.when(last).then(fp).backward_fill().over("segment"),
+                tp0=pl.when(first).then(tp.shift(1, fill_value=0.0)).forward_fill()
+                .over("segment"),
+                fp0=pl.when(first).then(fp.shift(1, fill_value=0.0)).forward_fill()
+                .over("segment"),
+                p=tp.last().over("segment"),
+                n=fp.last().over("segment"),
+            ))
+
+
+def _curve_values(points: pl.LazyFrame, keys: list[str], max_fpr: float | None) -> pl.LazyFrame:
+    """roc_auc, average_precision, break_even and support (P) of each curve: every term is local
+    to a row (its block leads from (tp0, fp0) to (tp, fp)), so each is one sum per curve."""
+    tp, fp, tp0, fp0, pos, neg, p, n = (
+        pl.col(c) for c in ("tp", "fp", "tp0", "fp0", "pos", "neg", "p", "n"))
+    big_p, big_n = tp.max(), fp.max()
     if max_fpr is None or max_fpr >= 1:
-        auc = area.sum()
+        auc = (neg * (tp + tp0)).sum() / (2 * big_p * big_n)
     else:  # the curve interpolated at max_fpr, then McClish's correction, as scikit-learn
         m = max_fpr
-        partial = (pl.when(fpr <= m).then(area)
-                   .when(fpr0 <= m).then(
-                       (m - fpr0) * (2 * tpr0 + (tpr - tpr0) * (m - fpr0) / (fpr - fpr0)) / 2)
-                   .otherwise(0.0))
-        auc = 0.5 * (1 + _divide(partial.sum() - m * m / 2, m - m * m / 2, p.max()))
-    step = pl.when(tp + fp > 0).then((tpr - tpr0) * (tp / (tp + fp)))
-    crossing = (tp0 + fp0 < p) & (tp + fp >= p)
-    break_even = pl.when(crossing).then(
-        (tp0 + (tp - tp0) * (p - (tp0 + fp0)) / ((tp + fp) - (tp0 + fp0))) / p)
-    return rates.group_by(*_CURVE).agg(
-        support=p.max(),
-        roc_auc=pl.when((p.max() > 0) & (n.max() > 0)).then(auc),
-        average_precision=pl.when(p.max() > 0).then(step.sum()),
-        break_even=break_even.max(),
+        tpr, tpr0 = tp / p, tp0 / p
+        fpr, fpr0 = fp / n, fp0 / n
+        partial = (pl.when(fpr <= m).then(neg / n * (tpr + tpr0) / 2)
+                   .when(fpr0 <= m).then(  # the block crossing max_fpr, cut there
+                       neg / (fp - fp0) * (m - fpr0)
+                       * (2 * tpr0 + (tpr - tpr0) * (m - fpr0) / (fpr - fpr0)) / 2)
+                   .otherwise(0.0)).sum()
+        auc = 0.5 * (1 + _divide(partial - m * m / 2, m - m * m / 2, big_p))
+    step = pl.when(pos > 0).then(pos * (tp / (tp + fp))).sum()
+    # the row's positive weight among the first P predicted: all of it in blocks that end by P,
+    # none past P, the share (P - n_before) / n_block in the block that crosses P
+    within = pl.when((pos > 0) & (tp + fp > tp0 + fp0)).then(
+        pos * ((p - (tp0 + fp0)) / ((tp + fp) - (tp0 + fp0))).clip(0.0, 1.0)).sum()
+    return points.group_by(*keys).agg(
+        support=big_p,
+        roc_auc=pl.when((big_p > 0) & (big_n > 0)).then(auc),
+        average_precision=pl.when(big_p > 0).then(step / big_p),
+        break_even=pl.when(big_p > 0).then(within / big_p),
     )
 
 
-def ranking_metrics(curve_points: pl.LazyFrame, score_counts: pl.LazyFrame, *,
-                    max_fpr: float | None) -> pl.LazyFrame:
+def ranking_metrics(curve_points: pl.LazyFrame, *, max_fpr: float | None) -> pl.LazyFrame:
     """roc_auc, average_precision and break_even per label, micro (pooled) and averaged."""
-    labelled = curve_points.select("segment", "label", "threshold", "tp", "fp").with_columns(
-        average=pl.lit(None, dtype=pl.String))
-    curves = pl.concat([labelled, _pooled_points(curve_points, score_counts)], how="diagonal")
-    values = _curve_values(curves, max_fpr)
-    segments = curve_points.select("segment").unique()
-    per_label = (segments.join(curve_points.select("label").unique(), how="cross")
-                 .join(values.filter(pl.col("average").is_null()).drop("average"),
-                       on=["segment", "label"], how="left", nulls_equal=True)
+    labels = _curve_values(_label_points(curve_points), list(_KEYS), max_fpr)
+    pooled = _curve_values(_micro_points(curve_points), ["segment"], max_fpr)
+    segments = labels.select("segment").unique()
+    per_label = (segments.join(labels.select("label").unique(), how="cross")
+                 .join(labels, on=["segment", "label"], how="left", nulls_equal=True)
                  .with_columns(average=pl.lit(None, dtype=pl.String)))
-    micro = segments.join(values.filter(pl.col("average") == "micro").drop("label"),
-                          on="segment", how="left", nulls_equal=True)
+    micro = segments.join(pooled, on="segment", how="left", nulls_equal=True).with_columns(
+        average=pl.lit("micro"))
     grid = pl.concat([per_label, micro], how="diagonal")
     long = grid.unpivot(on=list(RANKING_METRICS), index=["segment", "average", "label", "support"],
                         variable_name="metric", value_name="value")
@@ -162,9 +180,8 @@ def curve_rates(curve_points: pl.LazyFrame, *, kind: str,
     tp, fp, fn, tn = (pl.col(c) for c in ("tp", "fp", "fn", "tn"))
     origin = tp + fp == 0  # every other point predicts some weight positive
     points = curve_points.filter(~origin)
-    if drop_intermediate:
-        points = (points.sort(*_KEYS, "threshold", descending=[False, False, True])
-                  .filter(_kept(kind)))
+    if drop_intermediate:  # thresholds are distinct within a label: one sort orders them all
+        points = points.sort("threshold", descending=True).filter(_kept(kind))
     table = pl.concat([curve_points.filter(origin), points], how="diagonal")
     return table.select(
         *_KEYS, "threshold", "tp", "fp", "fn", "tn",
