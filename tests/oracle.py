@@ -147,18 +147,28 @@ def label_rows(seg: Segment, task: str, metric: str, averages: tuple[str, ...]) 
     per_label = [LABELWISE[metric](seg, truth[:, j], decided[:, j])
                  for j in range(len(seg.labels))]
     supports = [float(seg.weight[truth[:, j]].sum()) for j in range(len(seg.labels))]
+    return averaged_rows(seg, per_label, supports, averages,
+                         micro=lambda: _micro(seg, task, metric, truth, decided),
+                         own=lambda average: _sklearn_average(seg, task, metric, average))
+
+
+def averaged_rows(seg: Segment, per_label: list[float | None], supports: list[float],
+                  averages: tuple[str, ...], *, micro: Callable[[], float | None],
+                  own: Callable[[str], float | None]) -> Rows:
+    """Per-label rows and their averages; ``own(average)`` is scikit-learn's where it has one
+    (None: the nan-skipping reference)."""
     rows: Rows = []
     for average in averages:
         if average == "none":
             values = dict(zip(seg.labels, per_label, strict=True))
             rows += [(None, label, None, values.get(label)) for label in seg.all_labels]
         elif average == "micro":
-            rows.append(("micro", None, None, _micro(seg, task, metric, truth, decided)))
+            rows.append(("micro", None, None, micro()))
         elif average in ("macro", "weighted"):
             weights = supports if average == "weighted" else [1.0] * len(per_label)
-            own = _sklearn_average(seg, task, metric, average)
+            value = own(average)
             rows.append((average, None, None,
-                         own if own is not None else _nan_average(per_label, weights)))
+                         value if value is not None else _nan_average(per_label, weights)))
         elif average == "macro_std":
             kept = [v for v in per_label if v is not None]
             rows.append(("macro_std", None, None, float(np.std(kept)) if kept else None))

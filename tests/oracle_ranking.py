@@ -18,7 +18,7 @@ from sklearn import metrics as skm
 from sklearn.metrics._base import _average_multiclass_ovo_score
 from sklearn.metrics._ranking import _binary_roc_auc_score
 
-from tests.oracle import ORACLES, Rows, Segment, _nan_average, _quiet
+from tests.oracle import ORACLES, Rows, Segment, _nan_average, _quiet, averaged_rows
 
 
 def break_even(y: np.ndarray, s: np.ndarray, w: np.ndarray) -> float | None:
@@ -88,22 +88,8 @@ def ranking_rows(seg: Segment, task: str, metric: str, averages: tuple[str, ...]
     per_label = [BINARY[metric](seg, seg.truth[:, j], seg.score[:, j], seg.weight)
                  for j in range(len(seg.labels))]
     supports = [float(seg.weight[seg.truth[:, j]].sum()) for j in range(len(seg.labels))]
-    rows: Rows = []
-    for average in averages:
-        if average == "none":
-            values = dict(zip(seg.labels, per_label, strict=True))
-            rows += [(None, label, None, values.get(label)) for label in seg.all_labels]
-        elif average == "micro":
-            rows.append(("micro", None, None, _micro(seg, metric)))
-        elif average in ("macro", "weighted"):
-            weights = supports if average == "weighted" else [1.0] * len(per_label)
-            own = _sklearn_average(seg, metric, average, per_label)
-            rows.append((average, None, None,
-                         own if own is not None else _nan_average(per_label, weights)))
-        elif average == "macro_std":
-            kept = [v for v in per_label if v is not None]
-            rows.append(("macro_std", None, None, float(np.std(kept)) if kept else None))
-    return rows
+    return averaged_rows(seg, per_label, supports, averages, micro=lambda: _micro(seg, metric),
+                         own=lambda average: _sklearn_average(seg, metric, average, per_label))
 
 
 def ovo_reference(truth: np.ndarray, score: np.ndarray, weight: np.ndarray,
