@@ -113,7 +113,9 @@ def evaluate(
     with _prepared(source, by=by, task=task, engine=engine, columns=columns,
                    memory_limit=memory_limit, connection=connection) as (runner, task, check):
         check([m for m in names if METRICS[m].probabilities])
-        plan = _plan(names, task, _averages(average, task), sweep=params["thresholds"] is not None)
+        averages = _averages(average, task)
+        plan = _plan(names, task, averages, sweep=params["thresholds"] is not None)
+        params["micro"] = "micro" in averages  # a pooled curve costs a sort of its own
         if thresholds is not None and SWEEP.name not in plan.families:
             raise InputError(f"{', '.join(names)} cannot be swept over thresholds for task "
                              f"{task!r}; sweeps cover the label-wise decision metrics of binary "
@@ -282,7 +284,7 @@ def _params(*, threshold: float = 0.5, thresholds: Sequence[float] | None = None
             "zero_division": None if zero_division is None else float(zero_division),
             "max_fpr": None if max_fpr is None else float(max_fpr),
             "min_recall": float(min_recall), "min_precision": float(min_precision),
-            "n_bins": n_bins}
+            "n_bins": n_bins, "micro": True}
 
 
 def _plan(metrics: list[str], task: Task, averages: tuple[str, ...], *, sweep: bool) -> _Plan:

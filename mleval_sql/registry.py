@@ -41,7 +41,7 @@ STEPS: dict[str, Step] = {s.name: s for s in (
     # ranking across samples, per label: one sorted pass over weight per distinct score
     Step("score_counts", ("predictions",), "score_counts", ("bins",)),
     Step("distinct_points", ("score_counts",), "curve_points"),
-    Step("ranking_metrics", ("curve_points",), None, ("max_fpr",)),
+    Step("ranking_metrics", ("curve_points",), None, ("max_fpr", "micro")),
     Step("operating_points", ("curve_points",), None, ("min_recall", "min_precision")),
     Step("curve_rates", ("curve_points",), None, ("kind", "drop_intermediate")),
     Step("listed_points", ("score_counts",), "sweep_points", ("thresholds",)),

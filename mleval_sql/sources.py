@@ -87,7 +87,8 @@ class DuckDBRelation:
         return self.polars().collect_schema()
 
     def polars(self) -> pl.LazyFrame:
-        return _plain(self.relation.pl(lazy=True))
+        # one DuckDB call at a time: a plan that reads its input twice reads it through a cache
+        return _plain(self.relation.pl(lazy=True)).cache()
 
     def duckdb(self, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
         coded = {name for name, dtype in zip(self.relation.columns, self.relation.types,

@@ -1,7 +1,8 @@
 -- ranking_metrics: ROC AUC (with $max_fpr: partial, McClish-corrected), average precision and the
 -- precision = recall break-even point of each label and their averages, from the exact curve.
 -- Reads:  curve_points(segment, label, threshold, tp, fp, fn, tn, pos, neg)  (distinct_points.sql)
--- Params: $max_fpr (NULL or 1: the whole ROC curve)
+-- Params: $max_fpr (NULL or 1: the whole ROC curve); $micro (false: no pooled curve, whose
+--         sort costs more than all the per-label curves together)
 -- Gives:  segment, metric, average, label, value
 --   Each curve is walked by threshold, descending from the origin (+inf); P and N are the
 --   positive and negative weight of the label (tp and fp at the lowest threshold), and tied
@@ -55,7 +56,7 @@ micro_points AS (
             sum(pos) OVER pooled AS p,
             sum(neg) OVER pooled AS n
         FROM curve_points
-        WHERE pos + neg > 0  -- not the origins
+        WHERE $micro AND pos + neg > 0  -- not the origins
         WINDOW
             upto AS (PARTITION BY segment ORDER BY threshold DESC
                      RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW),
@@ -126,6 +127,7 @@ grid AS (
     FROM segments AS s
     LEFT JOIN curve_values AS v
         ON v.segment IS NOT DISTINCT FROM s.segment AND v.average = 'micro'
+    WHERE $micro
 ),
 long AS (
     SELECT *

@@ -3,17 +3,21 @@
 -- Gives:  segment, n_rows, n_samples, n_labels, counts of bad values, the score range, rows
 --         and true labels per sample (min/max), duplicate rows, and for each kind of problem the
 --         smallest sample of the segment that has it (null when none has).
+--   Checks of single values are one aggregate per segment; only what spans a sample's rows is
+--   grouped by sample, and that grouping is kept narrow because it is the expensive one (one
+--   group per sample). Distinct labels of a sample are counted exactly without count(DISTINCT)
+--   (which DuckDB neither spills nor runs fast): each label gets a bit, a sample's bits are
+--   OR-ed in 64-bit words and the set bits counted (labels 0-63 in word 0, 64-127 in word 1...).
 WITH segment_labels AS (
-    SELECT segment, count(DISTINCT label) AS n_labels
-    FROM predictions
-    GROUP BY segment
+    SELECT segment, label FROM predictions GROUP BY segment, label
 ),
-per_sample AS (
+label_bits AS (
+    SELECT label, (row_number() OVER (ORDER BY label) - 1) AS bit
+    FROM (SELECT DISTINCT label FROM segment_labels WHERE label IS NOT NULL) AS labels
+),
+value_checks AS (
     SELECT
         segment,
-        sample,
-        count(*) AS n_rows,
-        count(DISTINCT label) AS n_distinct,
         count(*) FILTER (WHERE label IS NULL) AS null_label,
         count(*) FILTER (WHERE score IS NULL) AS null_score,
         count(*) FILTER (WHERE isnan(score) OR isinf(score)) AS nan_score,
@@ -24,44 +28,67 @@ per_sample AS (
         min(score) AS min_score,
         max(score) AS max_score,
         count(*) FILTER (WHERE weight IS NULL OR weight < 0 OR isnan(weight) OR isinf(weight))
-            AS bad_weight,
-        count(*) FILTER (WHERE CAST(truth AS DOUBLE) = 1) AS n_true,
-        min(weight) <> max(weight) AS uneven_weight
+            AS bad_weight
     FROM predictions
+    GROUP BY segment
+),
+per_word AS (
+    SELECT
+        p.segment,
+        p.sample,
+        label_bits.bit // 64 AS word,
+        count(*) AS n_rows,
+        count(p.label) AS n_labelled,
+        bit_count(bit_or(CAST(1 AS UBIGINT) << (label_bits.bit % 64))) AS n_distinct,
+        count(*) FILTER (WHERE CAST(p.truth AS DOUBLE) = 1) AS n_true,
+        min(p.weight) AS min_weight,
+        max(p.weight) AS max_weight
+    FROM predictions AS p
+    LEFT JOIN label_bits ON p.label = label_bits.label
+    GROUP BY p.segment, p.sample, word
+),
+per_sample AS (
+    SELECT
+        segment,
+        sample,
+        sum(n_rows) AS n_rows,
+        sum(n_labelled) - coalesce(sum(n_distinct), 0) AS dup,
+        sum(n_true) AS n_true,
+        min(min_weight) <> max(max_weight) AS uneven_weight
+    FROM per_word
     GROUP BY segment, sample
 ),
 samples AS (
-    SELECT
-        per_sample.*,
-        n_rows - n_distinct - null_label AS dup,
-        segment_labels.n_labels
+    SELECT per_sample.*, n_labels
     FROM per_sample
-    JOIN segment_labels ON per_sample.segment IS NOT DISTINCT FROM segment_labels.segment
+    JOIN (SELECT segment, count(label) AS n_labels FROM segment_labels GROUP BY segment) AS l
+        ON per_sample.segment IS NOT DISTINCT FROM l.segment
+),
+sample_checks AS (
+    SELECT
+        segment,
+        sum(n_rows) AS n_rows,
+        count(sample) AS n_samples,
+        any_value(n_labels) AS n_labels,
+        coalesce(sum(n_rows) FILTER (WHERE sample IS NULL), 0) AS null_sample,
+        min(n_rows) AS min_rows,
+        max(n_rows) AS max_rows,
+        sum(dup) AS dup_rows,
+        min(n_true) AS min_true,
+        max(n_true) AS max_true,
+        count(*) FILTER (WHERE uneven_weight) AS uneven_weight,
+        min(sample) FILTER (WHERE dup > 0) AS example_dup,
+        min(sample) FILTER (WHERE n_rows < n_labels) AS example_short,
+        min(sample) FILTER (WHERE n_true <> 1) AS example_not_one_true,
+        min(sample) FILTER (WHERE uneven_weight) AS example_weight
+    FROM samples
+    GROUP BY segment
 )
 SELECT
-    segment,
-    sum(n_rows) AS n_rows,
-    count(sample) AS n_samples,
-    any_value(n_labels) AS n_labels,
-    coalesce(sum(n_rows) FILTER (WHERE sample IS NULL), 0) AS null_sample,
-    sum(null_label) AS null_label,
-    sum(null_score) AS null_score,
-    sum(nan_score) AS nan_score,
-    sum(null_truth) AS null_truth,
-    sum(bad_truth) AS bad_truth,
-    sum(nan_truth) AS nan_truth,
-    min(min_score) AS min_score,
-    max(max_score) AS max_score,
-    sum(bad_weight) AS bad_weight,
-    min(n_rows) AS min_rows,
-    max(n_rows) AS max_rows,
-    sum(dup) AS dup_rows,
-    min(n_true) AS min_true,
-    max(n_true) AS max_true,
-    count(*) FILTER (WHERE uneven_weight) AS uneven_weight,
-    min(sample) FILTER (WHERE dup > 0) AS example_dup,
-    min(sample) FILTER (WHERE n_rows < n_labels) AS example_short,
-    min(sample) FILTER (WHERE n_true <> 1) AS example_not_one_true,
-    min(sample) FILTER (WHERE uneven_weight) AS example_weight
-FROM samples
-GROUP BY segment
+    s.segment, s.n_rows, s.n_samples, s.n_labels, s.null_sample,
+    v.null_label, v.null_score, v.nan_score, v.null_truth, v.bad_truth, v.nan_truth,
+    v.min_score, v.max_score, v.bad_weight,
+    s.min_rows, s.max_rows, s.dup_rows, s.min_true, s.max_true, s.uneven_weight,
+    s.example_dup, s.example_short, s.example_not_one_true, s.example_weight
+FROM sample_checks AS s
+JOIN value_checks AS v ON s.segment IS NOT DISTINCT FROM v.segment

@@ -132,17 +132,19 @@ def _curve_values(points: pl.LazyFrame, keys: list[str], max_fpr: float | None) 
     )
 
 
-def ranking_metrics(curve_points: pl.LazyFrame, *, max_fpr: float | None) -> pl.LazyFrame:
-    """roc_auc, average_precision and break_even per label, micro (pooled) and averaged."""
+def ranking_metrics(curve_points: pl.LazyFrame, *, max_fpr: float | None,
+                    micro: bool) -> pl.LazyFrame:
+    """roc_auc, average_precision and break_even per label, averaged and, if ``micro``, on
+    the pooled curve (whose sort costs more than all per-label curves together)."""
     labels = _curve_values(_label_points(curve_points), list(_KEYS), max_fpr)
-    pooled = _curve_values(_micro_points(curve_points), ["segment"], max_fpr)
     segments = labels.select("segment").unique()
-    per_label = (segments.join(labels.select("label").unique(), how="cross")
-                 .join(labels, on=["segment", "label"], how="left", nulls_equal=True)
-                 .with_columns(average=pl.lit(None, dtype=pl.String)))
-    micro = segments.join(pooled, on="segment", how="left", nulls_equal=True).with_columns(
-        average=pl.lit("micro"))
-    grid = pl.concat([per_label, micro], how="diagonal")
+    grid = (segments.join(labels.select("label").unique(), how="cross")
+            .join(labels, on=["segment", "label"], how="left", nulls_equal=True)
+            .with_columns(average=pl.lit(None, dtype=pl.String)))
+    if micro:
+        pooled = _curve_values(_micro_points(curve_points), ["segment"], max_fpr)
+        grid = pl.concat([grid, segments.join(pooled, on="segment", how="left", nulls_equal=True)
+                          .with_columns(average=pl.lit("micro"))], how="diagonal")
     long = grid.unpivot(on=list(RANKING_METRICS), index=["segment", "average", "label", "support"],
                         variable_name="metric", value_name="value")
     value = pl.col("value")

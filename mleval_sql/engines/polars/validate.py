@@ -12,13 +12,13 @@ def validate_summary(predictions: pl.LazyFrame) -> pl.LazyFrame:
     """One row per segment with the counts and examples that ``schema.check_summary`` reads.
 
     Each ``example_*`` is the smallest sample of the segment with that problem (null if none),
-    as in the SQL, so both engines name the same sample.
+    as in the SQL, so both engines name the same sample. Distinct labels per sample are counted
+    as set bits of the labels' bits OR-ed in 64-bit words, as in the SQL.
     """
-    segment_labels = predictions.group_by("segment").agg(
-        n_labels=pl.col("label").drop_nulls().n_unique())
-    per_sample = predictions.group_by("segment", "sample").agg(
-        n_rows=pl.len(),
-        n_distinct=pl.col("label").drop_nulls().n_unique(),
+    segment_labels = predictions.select("segment", "label").unique()
+    label_bits = (segment_labels.select(pl.col("label").drop_nulls().unique().sort())
+                  .with_row_index("bit"))
+    value_checks = predictions.group_by("segment").agg(
         null_label=pl.col("label").null_count(),
         null_score=pl.col("score").null_count(),
         nan_score=(~pl.col("score").is_finite()).sum(),
@@ -28,27 +28,31 @@ def validate_summary(predictions: pl.LazyFrame) -> pl.LazyFrame:
         min_score=pl.col("score").min(),
         max_score=pl.col("score").max(),
         bad_weight=(_weight.is_null() | (_weight < 0) | ~_weight.is_finite()).sum(),
-        n_true=(_truth == 1).sum(),
-        uneven_weight=_weight.min() != _weight.max(),
     )
-    samples = per_sample.with_columns(
-        dup=pl.col("n_rows") - pl.col("n_distinct") - pl.col("null_label"),
-    ).join(segment_labels, on="segment", how="inner", nulls_equal=True)
+    bit = pl.col("bit").cast(pl.Int64)
+    per_word = predictions.join(label_bits, on="label", how="left").group_by(
+        "segment", "sample", (bit // 64).alias("word")).agg(
+        n_rows=pl.len(),
+        n_labelled=pl.col("label").count(),
+        n_distinct=pl.lit(2, pl.UInt64).pow(bit % 64).bitwise_or().bitwise_count_ones(),
+        n_true=(_truth == 1).sum(),
+        min_weight=_weight.min(),
+        max_weight=_weight.max(),
+    )
+    per_sample = per_word.group_by("segment", "sample").agg(
+        n_rows=pl.col("n_rows").sum(),
+        dup=pl.col("n_labelled").sum().cast(pl.Int64) - pl.col("n_distinct").sum(),
+        n_true=pl.col("n_true").sum(),
+        uneven_weight=pl.col("min_weight").min() != pl.col("max_weight").max(),
+    )
+    n_labels = segment_labels.group_by("segment").agg(n_labels=pl.col("label").count())
+    samples = per_sample.join(n_labels, on="segment", how="inner", nulls_equal=True)
     sample = pl.col("sample")
-    return samples.group_by("segment").agg(
+    sample_checks = samples.group_by("segment").agg(
         n_rows=pl.col("n_rows").sum(),
         n_samples=sample.count(),
         n_labels=pl.col("n_labels").first(),
         null_sample=pl.col("n_rows").filter(sample.is_null()).sum(),
-        null_label=pl.col("null_label").sum(),
-        null_score=pl.col("null_score").sum(),
-        nan_score=pl.col("nan_score").sum(),
-        null_truth=pl.col("null_truth").sum(),
-        bad_truth=pl.col("bad_truth").sum(),
-        nan_truth=pl.col("nan_truth").sum(),
-        min_score=pl.col("min_score").min(),
-        max_score=pl.col("max_score").max(),
-        bad_weight=pl.col("bad_weight").sum(),
         min_rows=pl.col("n_rows").min(),
         max_rows=pl.col("n_rows").max(),
         dup_rows=pl.col("dup").sum(),
@@ -60,3 +64,4 @@ def validate_summary(predictions: pl.LazyFrame) -> pl.LazyFrame:
         example_not_one_true=sample.filter(pl.col("n_true") != 1).min(),
         example_weight=sample.filter(pl.col("uneven_weight")).min(),
     )
+    return sample_checks.join(value_checks, on="segment", how="inner", nulls_equal=True)
