@@ -1,5 +1,5 @@
-"""A memory budget changes nothing but memory: both engines give the same numbers with it, and a
-user's DuckDB connection gets its settings back."""
+"""A memory budget changes nothing but memory: both engines give the same numbers with it (polars
+then evaluates one segment at a time), and a user's DuckDB connection gets its settings back."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import duckdb
 import pytest
 
 import mleval_sql as me
+from mleval_sql.registry import METRICS as REGISTRY
 from tests.data import make_predictions
 from tests.helpers import assert_same_rows
 
@@ -23,6 +24,24 @@ def test_a_memory_budget_gives_the_same_numbers(engine, frame):
     bounded = me.evaluate(frame, METRICS, by="region", task="multilabel", engine=engine,
                           memory_limit="200MB")
     assert_same_rows(bounded, free, ["region"], rel=1e-12)
+
+
+@pytest.mark.parametrize("task", ["binary", "multilabel", "multiclass", "regression"])
+def test_a_budget_changes_no_metric(engine, task):
+    """Every metric of the task, per label and averaged, over segments of which one lacks a
+    label and one holds a single sample; segments by two columns (a struct key)."""
+    data = make_predictions(task, seed=5, n_samples=200)
+    names = [m for m, metric in REGISTRY.items() if task in metric.families]
+    options = dict(by=["region", "model"], task=task, engine=engine)
+    free = me.evaluate(data, names, **options)
+    bounded = me.evaluate(data, names, memory_limit="200MB", **options)
+    assert_same_rows(bounded, free, ["region", "model"], rel=1e-12)
+    if task == "binary":  # one label: none to lack
+        return
+    per_label = me.evaluate(data, ["roc_auc" if task != "regression" else "mse"], average="none",
+                            memory_limit="200MB", **options)
+    lacking = per_label.filter(region="south", label=per_label["label"].max())
+    assert lacking.height and lacking["value"].is_null().all()
 
 
 def test_a_users_connection_keeps_its_settings(frame):

@@ -16,6 +16,7 @@ import duckdb
 import polars as pl
 
 from mleval_sql import queries
+from mleval_sql.engines.segments import together
 from mleval_sql.registry import STEPS
 from mleval_sql.schema import Columns, InputError
 from mleval_sql.sources import DuckDBRelation, Source
@@ -26,8 +27,9 @@ class DuckDBEngine:
 
     ``memory_limit`` (e.g. ``"1GB"``) bounds DuckDB's memory; what does not fit spills to
     ``temp_directory`` (default: a fresh temporary folder, removed afterwards), on a connection
-    of its own; a user's ``connection`` keeps the memory settings the user gave it. A progress
-    bar shows on a terminal.
+    of its own, and the segments are evaluated one at a time (a parquet lake partitioned by the
+    segment columns is then read one partition at a time); a user's ``connection`` keeps the
+    memory settings the user gave it. A progress bar shows on a terminal.
     """
 
     name = "duckdb"
@@ -64,9 +66,13 @@ class DuckDBEngine:
                 relation.query("input", f"DROP VIEW {queries.identifier(self._name('input'))}")
                 self.con.from_arrow(relation.to_arrow_reader()).create(self._name("input"))
                 self.created.append(("TABLE", self._name("input")))
+                relation = self.con.table(self._name("input"))
         else:
             relation.create_view(self._name("input"), replace=True)
             self.created.append(("VIEW", self._name("input")))
+        self.relation, self.by = relation, list(by)
+        self.by_segment = bool(memory_limit and by)
+        self.segments: list[object] = []
         self._create("VIEW", "predictions", _canonical(self._name("input"), columns, weight, by,
                                                        truth_as_bool=False))
         self._canonical_bool = _canonical(self._name("input"), columns, weight, by,
@@ -74,16 +80,31 @@ class DuckDBEngine:
 
     def summary(self) -> pl.DataFrame:
         """The validation summary (queries/validate_summary.sql)."""
-        return self._fetch("validate_summary", {})
+        summary = self._fetch("validate_summary", {})
+        self.segments = summary["segment"].to_list()
+        return summary
 
     def results(self, steps: Iterable[str], params: dict[str, object], *,
                 numeric_truth: bool = False) -> dict[str, pl.DataFrame]:
-        """Run ``steps`` in order: statistics become tables, final steps return metric rows.
+        """Run ``steps`` in order: statistics become tables, final steps return metric rows
+        (per segment under a memory budget).
 
         ``truth`` is boolean unless ``numeric_truth`` (regression: the target).
         """
         if not numeric_truth:
             self._create("VIEW", "predictions", self._canonical_bool, replace=True)
+        steps = list(steps)
+        if not (self.by_segment and self.segments):
+            return self._results(steps, params)
+        parts = []
+        for value in self.segments:
+            self.relation.filter(self._is_segment(value)).create_view(self._name("input"),
+                                                                      replace=True)
+            parts.append(self._results(steps, params))
+        self.relation.create_view(self._name("input"), replace=True)
+        return together(parts)
+
+    def _results(self, steps: list[str], params: dict[str, object]) -> dict[str, pl.DataFrame]:
         out: dict[str, pl.DataFrame] = {}
         for name in steps:
             step = STEPS[name]
@@ -112,6 +133,18 @@ class DuckDBEngine:
             self.spill = None
 
     # -- plumbing ---------------------------------------------------------------------------
+
+    def _is_segment(self, value: object) -> duckdb.Expression:
+        """The rows of one segment, as a filter on the input's own columns with the values
+        bound as constants (a parquet scan then skips the other hive partitions)."""
+        values = [value] if len(self.by) == 1 else [value[c] for c in self.by]  # type: ignore[index]
+        tests = [duckdb.ColumnExpression(c).isnull() if v is None
+                 else duckdb.ColumnExpression(c) == duckdb.ConstantExpression(v)
+                 for c, v in zip(self.by, values, strict=True)]
+        condition = tests[0]
+        for test in tests[1:]:
+            condition = condition & test
+        return condition
 
     def _set(self, setting: str, value: object) -> None:
         if value is None:

@@ -7,20 +7,60 @@ from collections.abc import Iterable, Sequence
 import polars as pl
 
 from mleval_sql.engines import polars as plans
+from mleval_sql.engines.segments import together
 from mleval_sql.registry import STEPS
 from mleval_sql.schema import Columns
 from mleval_sql.sources import Source
 
 
 class PolarsEngine:
-    """Evaluate with polars; with a ``memory_limit`` the streaming engine bounds memory."""
+    """Evaluate with polars.
+
+    With a ``memory_limit`` the streaming engine runs the plans, one segment at a time: every
+    metric lives within a segment, so only one segment's statistics are ever held (a parquet
+    lake partitioned by the segment columns is then read one partition at a time).
+    """
 
     name = "polars"
 
     def __init__(self, source: Source, columns: Columns, weight: str | None, by: Sequence[str],
                  *, memory_limit: str | None = None) -> None:
-        frame = source.polars()
-        self.predictions = frame.select(
+        self.source = source.polars()
+        self.by = list(by)
+        self.columns, self.weight = columns, weight
+        self.predictions = self._canonical(self.source)
+        self.collect_engine = "streaming" if memory_limit else "auto"
+        self.by_segment = bool(memory_limit and by)
+        self.segments: list[object] = []
+
+    def summary(self) -> pl.DataFrame:
+        """The validation summary (engines/polars/validate.py)."""
+        summary = plans.validate_summary(self.predictions).collect(engine=self.collect_engine)
+        self.segments = summary["segment"].to_list()
+        return summary
+
+    def results(self, steps: Iterable[str], params: dict[str, object], *,
+                numeric_truth: bool = False) -> dict[str, pl.DataFrame]:
+        """Build every step's plan, then collect the final steps' rows in one go (per segment
+        under a memory budget).
+
+        ``truth`` is boolean unless ``numeric_truth`` (regression: the target).
+        """
+        steps = list(steps)
+        if not (self.by_segment and self.segments):
+            return self._results(self.predictions, steps, params, numeric_truth)
+        parts = [self._results(self._canonical(self.source.filter(self._is_segment(value))),
+                               steps, params, numeric_truth) for value in self.segments]
+        return together(parts)
+
+    def close(self) -> None:
+        """Nothing to release: plans hold no resources."""
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _canonical(self, frame: pl.LazyFrame) -> pl.LazyFrame:
+        columns, weight, by = self.columns, self.weight, self.by
+        return frame.select(
             sample=pl.col(columns.sample),
             label=pl.col(columns.label),
             score=pl.col(columns.score).cast(pl.Float64),
@@ -28,20 +68,18 @@ class PolarsEngine:
             weight=pl.col(weight).cast(pl.Float64) if weight else pl.lit(1.0),
             segment=pl.col(by[0]) if len(by) == 1 else pl.struct(*by) if by else pl.lit(0),
         )
-        self.collect_engine = "streaming" if memory_limit else "auto"
 
-    def summary(self) -> pl.DataFrame:
-        """The validation summary (engines/polars/validate.py)."""
-        return plans.validate_summary(self.predictions).collect(engine=self.collect_engine)
+    def _is_segment(self, value: object) -> pl.Expr:
+        """The rows of one segment, as a filter on the source's own columns (so that it reaches
+        the parquet reader, which skips other hive partitions)."""
+        values = [value] if len(self.by) == 1 else [value[c] for c in self.by]  # type: ignore[index]
+        return pl.all_horizontal(pl.col(c).eq_missing(pl.lit(v)) for c, v in zip(self.by, values,
+                                                                                 strict=True))
 
-    def results(self, steps: Iterable[str], params: dict[str, object], *,
-                numeric_truth: bool = False) -> dict[str, pl.DataFrame]:
-        """Build every step's plan, then collect the final steps' rows in one go.
-
-        ``truth`` is boolean unless ``numeric_truth`` (regression: the target).
-        """
+    def _results(self, predictions: pl.LazyFrame, steps: list[str], params: dict[str, object],
+                 numeric_truth: bool) -> dict[str, pl.DataFrame]:
         truth = pl.col("truth") if numeric_truth else pl.col("truth").cast(pl.Boolean)
-        relations = {"predictions": self.predictions.with_columns(truth)}
+        relations = {"predictions": predictions.with_columns(truth)}
         finals: dict[str, pl.LazyFrame] = {}
         for name in steps:
             step = STEPS[name]
@@ -54,5 +92,3 @@ class PolarsEngine:
         frames = pl.collect_all(list(finals.values()), engine=self.collect_engine)
         return dict(zip(finals, frames, strict=True))
 
-    def close(self) -> None:
-        """Nothing to release: plans hold no resources."""

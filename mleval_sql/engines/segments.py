@@ -1,0 +1,35 @@
+"""Evaluation one segment at a time, which bounds memory by the largest segment: every metric
+lives within a segment, so the segments' rows only need to be put back on one grid.
+
+>>> parts = [{"f": pl.DataFrame({"segment": ["a"], "metric": ["f1"], "average": [None],
+...                              "label": ["x"], "value": [0.5]})},
+...          {"f": pl.DataFrame({"segment": ["b"], "metric": ["f1"], "average": [None],
+...                              "label": ["y"], "value": [0.7]})}]
+>>> together(parts)["f"].height  # a and b, each with labels x and y
+4
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+
+def together(parts: list[dict[str, pl.DataFrame]]) -> dict[str, pl.DataFrame]:
+    """Each step's rows from every segment's run, as one run over all segments would give."""
+    return {name: _with_every_label(pl.concat([p[name] for p in parts], how="vertical_relaxed"))
+            for name in parts[0]}
+
+
+def _with_every_label(rows: pl.DataFrame) -> pl.DataFrame:
+    """A label that one segment lacks but another has gets its metric rows with NULL values, as
+    when all segments are evaluated at once. Curve tables (no ``metric`` column) and
+    confusion-matrix cells (``predicted``) have no grid."""
+    if "metric" not in rows.columns:
+        return rows
+    cells = pl.col("predicted").is_not_null() if "predicted" in rows.columns else pl.lit(False)
+    keys = ["segment", "metric", "average", "label"]
+    values = rows.filter(~cells)
+    grid = values.select("segment").unique(maintain_order=True).join(
+        values.select(keys[1:]).unique(maintain_order=True), how="cross")
+    regridded = grid.join(values, on=keys, how="left", nulls_equal=True).select(rows.columns)
+    return pl.concat([regridded, rows.filter(cells)])
