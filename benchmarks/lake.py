@@ -11,6 +11,8 @@ Every step runs in its own child process; the parent reports its wall time and p
   recall, F1 at 0.5 per label and macro-averaged, in one request;
 - ``binned-<engine>``: the same decision metrics at 101 thresholds (``bins=100``);
 - ``sklearn``: the same numbers per group after loading the columns with pyarrow;
+- ``checks-<engine>``: only the input checks every request starts with (a sample's rows span
+  its labels, so they group by sample: the part of each request a plain scan does not pay for);
 - ``scan``: count and sum of score per (segment, label) with DuckDB, which no evaluation beats.
 """
 
@@ -33,7 +35,8 @@ LABELS = 10
 SEGMENTS = 8
 EXACT = ["roc_auc", "average_precision", "precision", "recall", "f1"]
 DECISIONS = ["precision", "recall", "f1"]
-STEPS = ("exact-duckdb", "exact-polars", "binned-duckdb", "binned-polars", "sklearn", "scan")
+STEPS = ("exact-duckdb", "exact-polars", "binned-duckdb", "binned-polars", "checks-duckdb",
+         "checks-polars", "sklearn", "scan")
 
 
 # -- the lake ----------------------------------------------------------------------------------
@@ -90,6 +93,12 @@ def run_step(step: str, lake: Path, memory_limit: str | None) -> dict:
     import mleval_sql as me
 
     kind, engine = step.split("-")
+    if kind == "checks":
+        from mleval_sql.api import _prepared
+
+        with _prepared(str(lake), by=["segment"], task="multilabel", engine=engine,
+                       columns=None, memory_limit=memory_limit, connection=None):
+            return {}
     if kind == "exact":
         frame = me.evaluate(str(lake), EXACT, by="segment", task="multilabel", engine=engine,
                             average=["none", "macro"], memory_limit=memory_limit)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import sys
 import tempfile
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 import duckdb
 import polars as pl
@@ -20,6 +21,8 @@ from mleval_sql.engines.segments import together
 from mleval_sql.registry import STEPS
 from mleval_sql.schema import Columns, InputError
 from mleval_sql.sources import DuckDBRelation, Source
+
+T = TypeVar("T")
 
 
 class DuckDBEngine:
@@ -79,10 +82,16 @@ class DuckDBEngine:
                                           truth_as_bool=True)
 
     def summary(self) -> pl.DataFrame:
-        """The validation summary (queries/validate_summary.sql)."""
-        summary = self._fetch("validate_summary", {})
-        self.segments = summary["segment"].to_list()
-        return summary
+        """The validation summary (queries/validate_summary.sql), one segment at a time under
+        a memory budget."""
+        if self.by_segment:
+            self.segments = self.con.sql(
+                f"SELECT DISTINCT segment FROM {queries.identifier(self._name('predictions'))}"
+            ).pl()["segment"].to_list()
+        if not self.segments:  # no budget, or an empty input
+            return self._fetch("validate_summary", {})
+        return pl.concat(self._each_segment(lambda: self._fetch("validate_summary", {})),
+                         how="vertical_relaxed")
 
     def results(self, steps: Iterable[str], params: dict[str, object], *,
                 numeric_truth: bool = False) -> dict[str, pl.DataFrame]:
@@ -96,13 +105,17 @@ class DuckDBEngine:
         steps = list(steps)
         if not (self.by_segment and self.segments):
             return self._results(steps, params)
+        return together(self._each_segment(lambda: self._results(steps, params)))
+
+    def _each_segment(self, run: Callable[[], T]) -> list[T]:
+        """``run()`` with the input restricted to each segment in turn."""
         parts = []
         for value in self.segments:
             self.relation.filter(self._is_segment(value)).create_view(self._name("input"),
                                                                       replace=True)
-            parts.append(self._results(steps, params))
+            parts.append(run())
         self.relation.create_view(self._name("input"), replace=True)
-        return together(parts)
+        return parts
 
     def _results(self, steps: list[str], params: dict[str, object]) -> dict[str, pl.DataFrame]:
         out: dict[str, pl.DataFrame] = {}

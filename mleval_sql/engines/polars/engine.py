@@ -34,10 +34,15 @@ class PolarsEngine:
         self.segments: list[object] = []
 
     def summary(self) -> pl.DataFrame:
-        """The validation summary (engines/polars/validate.py)."""
-        summary = plans.validate_summary(self.predictions).collect(engine=self.collect_engine)
-        self.segments = summary["segment"].to_list()
-        return summary
+        """The validation summary (engines/polars/validate.py), one segment at a time under a
+        memory budget."""
+        if self.by_segment:
+            self.segments = self.predictions.select(pl.col("segment").unique()).collect(
+                engine=self.collect_engine)["segment"].to_list()
+        if not self.segments:  # no budget, or an empty input
+            return plans.validate_summary(self.predictions).collect(engine=self.collect_engine)
+        return pl.concat([plans.validate_summary(self._segment(value)).collect(
+            engine=self.collect_engine) for value in self.segments], how="vertical_relaxed")
 
     def results(self, steps: Iterable[str], params: dict[str, object], *,
                 numeric_truth: bool = False) -> dict[str, pl.DataFrame]:
@@ -49,8 +54,8 @@ class PolarsEngine:
         steps = list(steps)
         if not (self.by_segment and self.segments):
             return self._results(self.predictions, steps, params, numeric_truth)
-        parts = [self._results(self._canonical(self.source.filter(self._is_segment(value))),
-                               steps, params, numeric_truth) for value in self.segments]
+        parts = [self._results(self._segment(value), steps, params, numeric_truth)
+                 for value in self.segments]
         return together(parts)
 
     def close(self) -> None:
@@ -69,12 +74,12 @@ class PolarsEngine:
             segment=pl.col(by[0]) if len(by) == 1 else pl.struct(*by) if by else pl.lit(0),
         )
 
-    def _is_segment(self, value: object) -> pl.Expr:
-        """The rows of one segment, as a filter on the source's own columns (so that it reaches
-        the parquet reader, which skips other hive partitions)."""
+    def _segment(self, value: object) -> pl.LazyFrame:
+        """The predictions of one segment, filtered on the source's own columns (so that the
+        filter reaches the parquet reader, which skips other hive partitions)."""
         values = [value] if len(self.by) == 1 else [value[c] for c in self.by]  # type: ignore[index]
-        return pl.all_horizontal(pl.col(c).eq_missing(pl.lit(v)) for c, v in zip(self.by, values,
-                                                                                 strict=True))
+        return self._canonical(self.source.filter(pl.all_horizontal(
+            pl.col(c).eq_missing(pl.lit(v)) for c, v in zip(self.by, values, strict=True))))
 
     def _results(self, predictions: pl.LazyFrame, steps: list[str], params: dict[str, object],
                  numeric_truth: bool) -> dict[str, pl.DataFrame]:
