@@ -1,9 +1,10 @@
-"""A memory budget changes nothing but memory: both engines give the same numbers with it (polars
-then evaluates one segment at a time), and a user's DuckDB connection gets its settings back."""
+"""A memory budget changes nothing but memory: both engines give the same numbers with it (they
+then evaluate one segment at a time), and a user's DuckDB connection gets its settings back."""
 
 from __future__ import annotations
 
 import duckdb
+import polars as pl
 import pytest
 
 import mleval_sql as me
@@ -56,3 +57,17 @@ def test_a_users_connection_keeps_its_settings(frame):
         me.evaluate(con.table("mine"), METRICS, by="region", task="multilabel",
                     memory_limit="200MB", connection=con)
     assert con.execute(settings).fetchall() == before
+
+
+def test_a_budget_reads_a_lake_one_partition_at_a_time(engine, frame, tmp_path):
+    """Segments are filtered on the source's own columns: awkward names, a null segment value
+    and hive partition keys give the same numbers with a budget as without."""
+    awkward = 'my "region"'
+    data = frame.with_columns(pl.when(pl.col("region") == "north").then(None)
+                              .otherwise(pl.col("region")).alias(awkward)).drop("region")
+    data.write_parquet(tmp_path, partition_by=["model"])
+    options = dict(by=["model", awkward], task="multilabel", engine=engine, average="none")
+    free = me.evaluate(str(tmp_path), METRICS, **options)
+    bounded = me.evaluate(str(tmp_path), METRICS, memory_limit="200MB", **options)
+    assert free[awkward].null_count() > 0
+    assert_same_rows(bounded, free, ["model", awkward], rel=1e-12)
