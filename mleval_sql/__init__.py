@@ -2,7 +2,7 @@
 
 >>> import mleval_sql as me
 >>> sorted(me.METRICS)[:3]
-['accuracy', 'adjusted_accuracy', 'balanced_accuracy']
+['accuracy', 'adjusted_accuracy', 'average_precision']
 """
 
 from mleval_sql.api import curve, evaluate

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from mleval_sql.engines.polars._common import nan_average, rate_scores, ratio, truth, weight
+from mleval_sql.engines.polars._common import label_averages, rate_scores, ratio, truth, weight
 
 LABEL_METRICS = ("tp", "fp", "fn", "tn", "support", "accuracy", "precision", "recall", "f1",
                  "fbeta", "specificity", "jaccard", "mcc")
@@ -48,14 +48,7 @@ def decision_metrics(confusion_counts: pl.LazyFrame, *, beta: float,
     long = scores.unpivot(on=list(LABEL_METRICS), index=["segment", "average", "label",
                                                         "label_support"],
                           variable_name="metric", value_name="value")
-    value = pl.col("value")
-    averaged = (long.filter(pl.col("average").is_null())
-                .group_by("segment", "metric")
-                .agg(macro=value.mean(),
-                     weighted=nan_average(value, pl.col("label_support")),
-                     macro_std=value.std(ddof=0))
-                .unpivot(on=["macro", "weighted", "macro_std"], index=["segment", "metric"],
-                         variable_name="average", value_name="value"))
+    averaged = label_averages(long.filter(pl.col("average").is_null()), "label_support")
     hamming = (counts.filter(pl.col("average") == "micro")
                .select("segment", metric=pl.lit("hamming_loss"),
                        value=(fp + fn) / pl.when(tp + fp + fn + tn != 0).then(tp + fp + fn + tn)))

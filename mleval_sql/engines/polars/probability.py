@@ -11,7 +11,7 @@ import sys
 
 import polars as pl
 
-from mleval_sql.engines.polars._common import nan_average, truth, weight
+from mleval_sql.engines.polars._common import label_averages, truth, weight
 
 __all__ = [
     "calibration_bins",
@@ -135,13 +135,7 @@ def _label_averages(grid: pl.LazyFrame, micro: pl.LazyFrame,
     long = (grid.select("segment", "label", label_support="pos", **scores)
             .unpivot(on=names, index=["segment", "label", "label_support"],
                      variable_name="metric", value_name="value"))
-    value = pl.col("value")
-    averaged = (long.group_by("segment", "metric")
-                .agg(macro=value.mean(),
-                     weighted=nan_average(value, pl.col("label_support")),
-                     macro_std=value.std(ddof=0))
-                .unpivot(on=["macro", "weighted", "macro_std"], index=["segment", "metric"],
-                         variable_name="average", value_name="value"))
+    averaged = label_averages(long, "label_support")
     pooled = (micro.select("segment", **scores)
               .unpivot(on=names, index="segment", variable_name="metric", value_name="value")
               .with_columns(average=pl.lit("micro")))

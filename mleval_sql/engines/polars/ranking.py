@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from mleval_sql.engines.polars._common import nan_average, truth, weight
+from mleval_sql.engines.polars._common import label_averages, nan_average, truth, weight
 
 __all__ = ["curve_rates", "distinct_points", "ovo_metrics", "pair_counts", "ranking_metrics",
            "score_counts"]
@@ -147,14 +147,7 @@ def ranking_metrics(curve_points: pl.LazyFrame, *, max_fpr: float | None,
                           .with_columns(average=pl.lit("micro"))], how="diagonal")
     long = grid.unpivot(on=list(RANKING_METRICS), index=["segment", "average", "label", "support"],
                         variable_name="metric", value_name="value")
-    value = pl.col("value")
-    averaged = (long.filter(pl.col("average").is_null())
-                .group_by("segment", "metric")
-                .agg(macro=value.mean(),
-                     weighted=nan_average(value, pl.col("support")),
-                     macro_std=value.std(ddof=0))
-                .unpivot(on=["macro", "weighted", "macro_std"], index=["segment", "metric"],
-                         variable_name="average", value_name="value"))
+    averaged = label_averages(long.filter(pl.col("average").is_null()), "support")
     return pl.concat([long.drop("support"), averaged], how="diagonal").select(
         "segment", "metric", "average", "label", "value")
 
