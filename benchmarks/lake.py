@@ -94,11 +94,9 @@ def run_step(step: str, lake: Path, memory_limit: str | None) -> dict:
 
     kind, engine = step.split("-")
     if kind == "checks":
-        from mleval_sql.api import _prepared
-
-        with _prepared(str(lake), by=["segment"], task="multilabel", engine=engine,
-                       columns=None, memory_limit=memory_limit, connection=None):
-            return {}
+        me.check(str(lake), by="segment", task="multilabel", engine=engine,
+                 memory_limit=memory_limit)
+        return {}
     if kind == "exact":
         frame = me.evaluate(str(lake), EXACT, by="segment", task="multilabel", engine=engine,
                             average=["none", "macro"], memory_limit=memory_limit)

@@ -124,6 +124,30 @@ def evaluate(
     return _tidy(plan, results, params, by)
 
 
+def check(
+    source: Any,
+    *,
+    by: str | Sequence[str] = (),
+    task: Task | None = None,
+    engine: EngineName = "duckdb",
+    columns: Mapping[str, str | None] | None = None,
+    memory_limit: str | None = None,
+    connection: Any = None,
+) -> Task:
+    """Run only the input checks that every evaluation starts with; return the task.
+
+    Raises ``InputError`` naming the first problem, as ``evaluate`` would: a pre-flight for a
+    nightly job, at the cost of one pass that groups by sample.
+
+    >>> check("fixtures/lake", by="model")  # doctest: +SKIP
+    'multilabel'
+    """
+    by = [by] if isinstance(by, str) else list(by)
+    with _prepared(source, by=by, task=task, engine=engine, columns=columns,
+                   memory_limit=memory_limit, connection=connection) as (_, task, _check):
+        return task
+
+
 def curve(
     source: Any,
     kind: CurveKind = "roc",

@@ -9,6 +9,7 @@ Usage::
     mleval evaluate preds.parquet --metric roc_auc --max-fpr 0.1 --metric calibration_error
     mleval curve lake/ --kind roc --by model -o roc.csv --plot roc.png
     mleval curve lake/ --kind sweep --bins 20 --by model --format json
+    mleval check lake/ --by model --memory-limit 1GB
     mleval metrics
     mleval sql f1 --task multilabel --dialect spark
 
@@ -24,7 +25,7 @@ import sys
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn, get_args
+from typing import Any, NoReturn, TypeVar, get_args
 
 import duckdb
 import polars as pl
@@ -42,6 +43,7 @@ EXTENSIONS = {".csv": "csv", ".json": "json", ".parquet": "parquet", ".txt": "ta
 ZERO_DIVISION = {"0": 0.0, "1": 1.0, "null": None}
 KINDS: tuple[str, ...] = get_args(CurveKind)
 EXIT_ERROR = 2
+T = TypeVar("T")
 
 # Everything printed as a table shows all rows and columns in full, without shape or dtypes.
 TABLE_CONFIG: dict[str, Any] = {
@@ -83,9 +85,13 @@ def build_parser() -> argparse.ArgumentParser:
                      "tables (sample, label, score, truth[, weight]).")
     parser.add_argument("--version", action="version", version=f"%(prog)s {me.__version__}")
     commands = parser.add_subparsers(dest="command", required=True,
-                                     metavar="{evaluate,curve,metrics,sql}")
+                                     metavar="{evaluate,curve,check,metrics,sql}")
     _add_evaluate(commands)
     _add_curve(commands)
+    checking = commands.add_parser("check", help="only check the input (as every evaluation "
+                                   "does first) and print its task")
+    _add_source(checking)
+    checking.set_defaults(run=run_check)
     listing = commands.add_parser("metrics", help="list the metrics, their tasks and averages")
     listing.set_defaults(run=run_metrics)
     query = commands.add_parser("sql", help="print the standalone query of a metric")
@@ -207,6 +213,12 @@ def run_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_check(args: argparse.Namespace) -> int:
+    task = _noting(me.check, list(args.inputs), **_source_options(args))
+    sys.stdout.write(f"ok: {task}\n")
+    return 0
+
+
 def run_curve(args: argparse.Namespace) -> int:
     fmt = output_format(args.format, args.output)
     if args.kind == "sweep" and args.thresholds is None and args.bins is None:
@@ -268,7 +280,7 @@ def _source_options(args: argparse.Namespace) -> dict[str, Any]:
             "columns": dict(args.column), "memory_limit": args.memory_limit}
 
 
-def _noting(run: Callable[..., pl.DataFrame], *args: Any, **kwargs: Any) -> pl.DataFrame:
+def _noting(run: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``run(*args, **kwargs)``, printing each distinct warning it raised as a note."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

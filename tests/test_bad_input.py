@@ -190,6 +190,30 @@ def test_both_engines_say_the_same(case: Case) -> None:
     assert str(raise_for(case, "duckdb")) == str(raise_for(case, "polars"))
 
 
+_INPUT_OPTIONS = {"by", "task", "columns"}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_check_alone_and_under_a_budget_says_the_same(engine: str) -> None:
+    """me.check raises what evaluate raises for a bad table, also under a memory budget, where
+    the checks run one segment at a time (every case is run segmented by region)."""
+    checked = 0
+    for case in CASES:
+        if not set(case.kwargs) <= _INPUT_OPTIONS or case.kwargs.get("task") == "regresion":
+            continue  # the metric's own options, checked by evaluate alone
+        source = case.breaker(make_data()) if case.breaker else make_data()
+        options = {"by": ["region"], "engine": engine, **case.kwargs}
+        with pytest.raises(me.InputError) as want:
+            me.evaluate(source, **options)
+        for budget in (None, "200MB"):
+            with pytest.raises(me.InputError) as got:
+                me.check(source, memory_limit=budget, **options)
+            assert str(got.value) == str(want.value), (case.name, budget)
+        checked += 1
+    assert checked >= 20
+    assert me.check(make_data(), by="region", engine=engine, memory_limit="200MB") == "multilabel"
+
+
 def test_every_case_is_good_before_it_is_broken() -> None:
     """The good table passes: the cases fail for what they break, not for the table."""
     good = make_data()

@@ -577,6 +577,14 @@ def test_sql_options(capsys: pytest.CaptureFixture) -> None:
     assert "sample_counts" in out
 
 
+@pytest.mark.parametrize("engine", ["duckdb", "polars"])
+def test_check_prints_the_task(inputs: Inputs, capsys: pytest.CaptureFixture,
+                               engine: str) -> None:
+    code, out, err = run(capsys, "check", inputs.binary, "--engine", engine,
+                         "--memory-limit", "1GB")
+    assert (code, out, err) == (0, "ok: binary\n", "")
+
+
 # ------------------------------------------------------------------------------------ errors
 
 @pytest.mark.parametrize(("argv", "culprit"), [
@@ -622,6 +630,9 @@ def test_sql_options(capsys: pytest.CaptureFixture) -> None:
     (["curve", "{binary}", "--by", "region"], "region"),
     (["curve", "{binary}", "--format", "parquet"], "-o"),
     (["curve", "{binary}", "--plot", "{dir}/curve.xlsx"], "curve.xlsx"),
+    (["check", "{dir}/no-such.parquet"], "no-such.parquet"),
+    (["check", "{binary}", "--by", "region"], "region"),
+    (["check", "{binary}", "--task", "multiclass"], "multiclass"),
     (["sql", "no_metric"], "no_metric"),
     (["sql", "f1", "--dialect", "no_dialect"], "no_dialect"),
     (["frobnicate"], "frobnicate"),
