@@ -11,7 +11,26 @@ lives within a segment, so the segments' rows only need to be put back on one gr
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator, Sequence
+from typing import TypeVar
+
 import polars as pl
+
+T = TypeVar("T")
+
+
+def with_progress(segments: Sequence[T], what: str) -> Iterator[T]:
+    """``segments`` one by one, counted on one line of a terminal (nothing when stderr is not
+    one), for an engine that shows no progress of its own."""
+    if not sys.stderr.isatty():
+        yield from segments
+        return
+    for done, segment in enumerate(segments):
+        sys.stderr.write(f"\rmleval: {what}, segment {done + 1}/{len(segments)}")
+        sys.stderr.flush()
+        yield segment
+    sys.stderr.write("\r\033[K")
 
 
 def together(parts: list[dict[str, pl.DataFrame]]) -> dict[str, pl.DataFrame]:

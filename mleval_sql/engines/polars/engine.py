@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 import polars as pl
 
 from mleval_sql.engines import polars as plans
-from mleval_sql.engines.segments import together
+from mleval_sql.engines.segments import together, with_progress
 from mleval_sql.registry import STEPS
 from mleval_sql.schema import Columns
 from mleval_sql.sources import Source
@@ -42,7 +42,8 @@ class PolarsEngine:
         if not self.segments:  # no budget, or an empty input
             return plans.validate_summary(self.predictions).collect(engine=self.collect_engine)
         return pl.concat([plans.validate_summary(self._segment(value)).collect(
-            engine=self.collect_engine) for value in self.segments], how="vertical_relaxed")
+            engine=self.collect_engine) for value in with_progress(self.segments, "checks")],
+            how="vertical_relaxed")
 
     def results(self, steps: Iterable[str], params: dict[str, object], *,
                 numeric_truth: bool = False) -> dict[str, pl.DataFrame]:
@@ -55,7 +56,7 @@ class PolarsEngine:
         if not (self.by_segment and self.segments):
             return self._results(self.predictions, steps, params, numeric_truth)
         parts = [self._results(self._segment(value), steps, params, numeric_truth)
-                 for value in self.segments]
+                 for value in with_progress(self.segments, "metrics")]
         return together(parts)
 
     def close(self) -> None:
