@@ -17,7 +17,7 @@ import duckdb
 import polars as pl
 
 from mleval_sql import queries
-from mleval_sql.engines.segments import together
+from mleval_sql.engines.segments import column_values, together
 from mleval_sql.registry import STEPS
 from mleval_sql.schema import Columns, InputError
 from mleval_sql.sources import DuckDBRelation, Source
@@ -150,10 +150,9 @@ class DuckDBEngine:
     def _is_segment(self, value: object) -> duckdb.Expression:
         """The rows of one segment, as a filter on the input's own columns with the values
         bound as constants (a parquet scan then skips the other hive partitions)."""
-        values = [value] if len(self.by) == 1 else [value[c] for c in self.by]  # type: ignore[index]
         tests = [duckdb.ColumnExpression(c).isnull() if v is None
                  else duckdb.ColumnExpression(c) == duckdb.ConstantExpression(v)
-                 for c, v in zip(self.by, values, strict=True)]
+                 for c, v in zip(self.by, column_values(value, self.by), strict=True)]
         condition = tests[0]
         for test in tests[1:]:
             condition = condition & test

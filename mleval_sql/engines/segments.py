@@ -20,6 +20,12 @@ import polars as pl
 T = TypeVar("T")
 
 
+def column_values(segment: object, by: Sequence[str]) -> list[object]:
+    """The value of each segment column in an engine's ``segment`` key (the value itself for
+    one column, a struct of them for several)."""
+    return [segment] if len(by) == 1 else [segment[c] for c in by]  # type: ignore[index]
+
+
 def with_progress(segments: Sequence[T], what: str) -> Iterator[T]:
     """``segments`` one by one, counted on one line of a terminal (nothing when stderr is not
     one), for an engine that shows no progress of its own."""

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 import polars as pl
 
 from mleval_sql.engines import polars as plans
-from mleval_sql.engines.segments import together, with_progress
+from mleval_sql.engines.segments import column_values, together, with_progress
 from mleval_sql.registry import STEPS
 from mleval_sql.schema import Columns
 from mleval_sql.sources import Source
@@ -78,9 +78,9 @@ class PolarsEngine:
     def _segment(self, value: object) -> pl.LazyFrame:
         """The predictions of one segment, filtered on the source's own columns (so that the
         filter reaches the parquet reader, which skips other hive partitions)."""
-        values = [value] if len(self.by) == 1 else [value[c] for c in self.by]  # type: ignore[index]
         return self._canonical(self.source.filter(pl.all_horizontal(
-            pl.col(c).eq_missing(pl.lit(v)) for c, v in zip(self.by, values, strict=True))))
+            pl.col(c).eq_missing(pl.lit(v))
+            for c, v in zip(self.by, column_values(value, self.by), strict=True))))
 
     def _results(self, predictions: pl.LazyFrame, steps: list[str], params: dict[str, object],
                  numeric_truth: bool) -> dict[str, pl.DataFrame]:
