@@ -24,6 +24,7 @@ from mleval_sql.registry import (
     AVERAGES,
     CURVES,
     DECISIONS,
+    DEFAULTS,
     METRICS,
     SAMPLES,
     STEPS,
@@ -308,7 +309,7 @@ def _params(*, threshold: float = 0.5, thresholds: Sequence[float] | None = None
             "zero_division": None if zero_division is None else float(zero_division),
             "max_fpr": None if max_fpr is None else float(max_fpr),
             "min_recall": float(min_recall), "min_precision": float(min_precision),
-            "n_bins": n_bins, "micro": True}
+            "n_bins": n_bins, "micro": DEFAULTS["micro"]}
 
 
 def _plan(metrics: list[str], task: Task, averages: tuple[str, ...], *, sweep: bool) -> _Plan:
