@@ -24,7 +24,6 @@ from mleval_sql.registry import (
     AVERAGES,
     CURVES,
     DECISIONS,
-    DEFAULTS,
     METRICS,
     SAMPLES,
     STEPS,
@@ -309,7 +308,8 @@ def _params(*, threshold: float = 0.5, thresholds: Sequence[float] | None = None
             "zero_division": None if zero_division is None else float(zero_division),
             "max_fpr": None if max_fpr is None else float(max_fpr),
             "min_recall": float(min_recall), "min_precision": float(min_precision),
-            "n_bins": n_bins, "micro": DEFAULTS["micro"]}
+            "n_bins": n_bins,
+            "micro": True}  # $micro of ranking_metrics; evaluate() sets it from its averages
 
 
 def _plan(metrics: list[str], task: Task, averages: tuple[str, ...], *, sweep: bool) -> _Plan:

@@ -258,7 +258,6 @@ DEFAULTS: dict[str, object] = {
     "threshold": 0.5, "beta": 1.0, "k": 2, "zero_division": None, "thresholds": None,
     "bins": None, "max_fpr": None, "min_recall": 0.9, "min_precision": 0.9, "n_bins": 10,
     "kind": "roc", "drop_intermediate": None,  # None: as scikit-learn (roc drops, pr keeps)
-    "micro": True,  # ranking metrics on all labels pooled too (evaluate: only when asked for)
 }
 
 
