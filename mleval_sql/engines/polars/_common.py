@@ -2,10 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import polars as pl
 
 truth = pl.col("truth")
 weight = pl.col("weight")
+
+
+def group_by_few(frame: pl.LazyFrame, keys: Sequence[str], few: Sequence[str],
+                 *aggs: pl.Expr, **named: pl.Expr) -> pl.LazyFrame:
+    """``frame.group_by(*keys).agg(...)``, where the keys in ``few`` (segment, label: a handful of
+    values) are grouped as Categorical when they are text, and given back as text. Next to a key
+    with millions of values (sample, score), text keys cost polars twice the time (12.5M rows by
+    segment and sample: 0.91 s as text, 0.40 s as Categorical).
+
+    >>> rows = pl.LazyFrame({"segment": ["a", "a", "b"], "sample": [1, 1, 1], "n": [1, 2, 3]})
+    >>> group_by_few(rows, ["segment", "sample"], ["segment"], pl.col("n").sum()).sort(
+    ...     "segment").collect()["n"].to_list()
+    [3, 3]
+    """
+    schema = frame.collect_schema()
+    text = [k for k in few if schema[k] == pl.String]
+    return (frame.with_columns(pl.col(text).cast(pl.Categorical))
+            .group_by(*keys).agg(*aggs, **named)
+            .with_columns(pl.col(text).cast(pl.String)))
 
 
 def ratio(numerator: pl.Expr, denominator: pl.Expr, zero_division: float | None) -> pl.Expr:

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import polars as pl
 
-from mleval_sql.engines.polars._common import label_averages, nan_average, truth, weight
+from mleval_sql.engines.polars._common import (
+    group_by_few,
+    label_averages,
+    nan_average,
+    truth,
+    weight,
+)
 
 __all__ = ["curve_rates", "distinct_points", "ovo_metrics", "pair_counts", "ranking_metrics",
            "score_counts"]
@@ -30,11 +36,12 @@ def score_counts(predictions: pl.LazyFrame, *, bins: int | None) -> pl.LazyFrame
                  .otherwise(k / n))
     # weights split first, then plain sums: a filter inside the aggregation makes polars keep
     # each group's row indices (12.5M distinct scores: 2.35 -> 1.96 GiB, 2.8 -> 1.8 s)
-    return predictions.select(
+    split = predictions.select(
         *_KEYS, score.alias("score"),
         pos=pl.when(truth).then(weight).otherwise(0.0),
         neg=pl.when(truth).then(0.0).otherwise(weight),
-    ).group_by(*_KEYS, "score").agg(pl.col("pos").sum(), pl.col("neg").sum())
+    )
+    return group_by_few(split, [*_KEYS, "score"], _KEYS, pl.col("pos").sum(), pl.col("neg").sum())
 
 
 def distinct_points(score_counts: pl.LazyFrame) -> pl.LazyFrame:
