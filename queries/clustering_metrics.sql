@@ -23,10 +23,11 @@
 --     hypergeometric model (Vinh et al. 2010) over the margins: for each pair of margins (a, b),
 --     sum over n = max(1, a + b - N) .. min(a, b) of (n / N) ln(N n / (a b)) P(n), P(n) =
 --     a! b! (N - a)! (N - b)! / (N! n! (a - n)! (b - n)! (N - a - b + n)!) via lgamma. Terms
---     further than sqrt(35 min(a, b)) from the mean a b / N are left out: by Hoeffding's bound
---     their probability sums to less than 2 exp(-70) (1e-30), far below rounding, while the
---     sum costs O(sqrt(min(a, b))) terms per pair instead of O(min(a, b)). Pairs of equal
---     margins are summed once and multiplied.
+--     further than t = 70/3 + sqrt((70/3)^2 + 140 v) from the mean a b / N, where
+--     v = a b (N - max(a, b)) / N^2, are left out: by Bernstein's inequality (which holds for
+--     draws without replacement, Hoeffding 1963) their probability sums to less than
+--     2 exp(-70) (1e-30), far below rounding, and the sum costs O(sqrt(v)) terms per pair
+--     instead of O(min(a, b)). Pairs of equal margins are summed once and multiplied.
 --   purity = sum over clusters of the largest cell / N.
 --   A segment whose weights are all 0 gets NULL for every metric (pair cells 0).
 WITH cells AS (
@@ -78,7 +79,11 @@ mutual AS (
     GROUP BY segment
 ),
 margin_pairs AS (
-    SELECT k.segment, k.a, l.b, t.total, count(*) AS n_pairs
+    SELECT
+        k.segment, k.a, l.b, t.total, count(*) AS n_pairs,
+        70.0 / 3 + sqrt((70.0 / 3) * (70.0 / 3)
+                        + 140 * k.a * l.b * (t.total - greatest(k.a, l.b))
+                        / (t.total * t.total)) AS reach
     FROM classes AS k
     JOIN clusters AS l ON k.segment IS NOT DISTINCT FROM l.segment
     JOIN totals AS t ON k.segment IS NOT DISTINCT FROM t.segment
@@ -89,9 +94,8 @@ emi_ranges AS (
     SELECT
         segment, a, b, total, n_pairs,
         unnest(generate_series(
-            CAST(greatest(1, a + b - total, ceil(a * b / total - sqrt(35.0 * least(a, b))))
-                 AS BIGINT),
-            CAST(least(a, b, floor(a * b / total + sqrt(35.0 * least(a, b)))) AS BIGINT)
+            CAST(greatest(1, a + b - total, ceil(a * b / total - reach)) AS BIGINT),
+            CAST(least(a, b, floor(a * b / total + reach)) AS BIGINT)
         )) AS n
     FROM margin_pairs
 ),

@@ -86,23 +86,34 @@ def _mean(h_class: pl.Expr, h_cluster: pl.Expr, average_method: str) -> pl.Expr:
 
 def _expected_mi(classes: pl.LazyFrame, clusters: pl.LazyFrame,
                  totals: pl.LazyFrame) -> pl.LazyFrame:
-    """E[MI] per segment over the margins, as in queries/clustering_metrics.sql (terms beyond
-    sqrt(35 min(a, b)) of the mean left out: their probability is below 2 exp(-70))."""
+    """E[MI] per segment over the margins, over the same terms as queries/clustering_metrics.sql
+    (those beyond Bernstein's reach left out). Each pair of margins (a, b) gets the
+    hypergeometric log-probability of its first n from lgamma; the next ones follow from the
+    ratio P(n) / P(n - 1) = (a - n + 1)(b - n + 1) / (n (N - a - b + n)), summed in logs, so
+    no term needs a log-gamma of its own."""
     a, b, total, n = pl.col("a"), pl.col("b"), pl.col("total"), pl.col("n")
-    reach = (35.0 * pl.min_horizontal(a, b)).sqrt()
+    low = pl.col("low")
+    variance = a * b * (total - pl.max_horizontal(a, b)) / (total * total)
+    reach = 70 / 3 + ((70 / 3) ** 2 + 140 * variance).sqrt()
     pairs = (classes.join(clusters, on="segment", nulls_equal=True)
              .join(totals, on="segment", nulls_equal=True)
              .group_by("segment", "a", "b", "total").agg(n_pairs=pl.len())
              .with_columns(
-                 low=pl.max_horizontal(1.0, a + b - total, (a * b / total - reach).ceil())
-                 .cast(pl.Int64),
-                 high=pl.min_horizontal(a, b, (a * b / total + reach).floor()).cast(pl.Int64),
-                 fixed=lgamma(a + 1) + lgamma(b + 1) + lgamma(total - a + 1)
-                 + lgamma(total - b + 1)))
-    terms = (pairs.with_columns(n=pl.int_ranges("low", pl.col("high") + 1))
+                 low=pl.max_horizontal(1.0, a + b - total, (a * b / total - reach).ceil()),
+                 high=pl.min_horizontal(a, b, (a * b / total + reach).floor()))
+             .with_columns(
+                 pair=pl.int_range(pl.len()),
+                 log_first=lgamma(a + 1) + lgamma(b + 1) + lgamma(total - a + 1)
+                 + lgamma(total - b + 1) - (lgamma(low + 1) + lgamma(total + 1))
+                 - lgamma(a - low + 1) - lgamma(b - low + 1) - lgamma(total - a - b + low + 1)))
+    terms = (pairs.with_columns(n=pl.int_ranges(low.cast(pl.Int64),
+                                                pl.col("high").cast(pl.Int64) + 1))
              .explode("n").with_columns(n.cast(pl.Float64)))
-    log_p = (pl.col("fixed") - (lgamma(n + 1) + lgamma(total + 1)) - lgamma(a - n + 1)
-             - lgamma(b - n + 1) - lgamma(total - a - b + n + 1))
+    # P(n) / P(n - 1) from the second n of a pair on (a window's inclusive running sum is
+    # cheaper than an exclusive one)
+    log_step = pl.when(n == low).then(0.0).otherwise(
+        ((a - n + 1) * (b - n + 1) / (n * (total - a - b + n))).log())
+    log_p = pl.col("log_first") + log_step.cum_sum().over("pair")
     term = pl.col("n_pairs") * (n / total) * (total.log() + n.log() - a.log() - b.log()) \
         * log_p.exp()
     return terms.group_by("segment").agg(emi=term.sum())
