@@ -253,3 +253,21 @@ def test_standalone_query_runs_on_a_view(frames):
     assert_rows_equal(got_rows(got.filter(pl.col("metric") == "adjusted_mutual_info")
                                .drop("truth", "cluster").rename({"segment": "region"}),
                                ["region"]), want, rel=1e-12)
+
+
+def test_contingency_statistics_agree_between_engines(frames):
+    import duckdb
+    from polars.testing import assert_frame_equal
+
+    from mleval_sql import queries
+    from mleval_sql.engines import polars as plans
+
+    predictions = frames["digits-weighted"].select(
+        "sample", "truth", "cluster", "weight", segment=pl.struct("region", "model"))
+    con = duckdb.connect()
+    con.register("predictions", predictions)
+    keys = ["segment", "truth", "cluster"]
+    from_sql = con.sql(queries.load("contingency")).pl().sort(keys)
+    from_polars = plans.contingency(predictions.lazy()).collect().sort(keys)
+    assert from_sql.height > 100
+    assert_frame_equal(from_sql, from_polars.select(from_sql.columns), check_dtypes=False)
