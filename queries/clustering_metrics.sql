@@ -93,6 +93,10 @@ margin_pairs AS (
 emi_ranges AS (
     SELECT
         segment, a, b, total, n_pairs,
+        -- what the terms of a pair share, computed once per pair
+        lgamma(a + 1) + lgamma(b + 1) + lgamma(total - a + 1) + lgamma(total - b + 1) AS fixed,
+        lgamma(total + 1) AS lgamma_total,
+        ln(total) - ln(a) - ln(b) AS log_ratio,
         unnest(generate_series(
             CAST(greatest(1, a + b - total, ceil(a * b / total - reach)) AS BIGINT),
             CAST(least(a, b, floor(a * b / total + reach)) AS BIGINT)
@@ -102,9 +106,8 @@ emi_ranges AS (
 expected AS (
     SELECT
         segment,
-        sum(n_pairs * (n / total) * (ln(total) + ln(n) - ln(a) - ln(b)) * exp(
-            lgamma(a + 1) + lgamma(b + 1) + lgamma(total - a + 1) + lgamma(total - b + 1)
-            - (lgamma(n + 1) + lgamma(total + 1)) - lgamma(a - n + 1) - lgamma(b - n + 1)
+        sum(n_pairs * (n / total) * (log_ratio + ln(n)) * exp(
+            fixed - (lgamma(n + 1) + lgamma_total) - lgamma(a - n + 1) - lgamma(b - n + 1)
             - lgamma(total - a - b + n + 1))) AS emi
     FROM emi_ranges
     GROUP BY segment
