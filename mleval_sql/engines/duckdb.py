@@ -32,7 +32,8 @@ class DuckDBEngine:
     ``temp_directory`` (default: a fresh temporary folder, removed afterwards), on a connection
     of its own, and the segments are evaluated one at a time (a parquet lake partitioned by the
     segment columns is then read one partition at a time); a user's ``connection`` keeps the
-    memory settings the user gave it. A progress bar shows on a terminal.
+    memory settings the user gave it. A progress bar shows on a terminal. ``clustering``: the
+    input is a clustering table (sample, truth, cluster, weight), checked by cluster_summary.
     """
 
     name = "duckdb"

@@ -19,6 +19,8 @@ class PolarsEngine:
     With a ``memory_limit`` the streaming engine runs the plans, one segment at a time: every
     metric lives within a segment, so only one segment's statistics are ever held (a parquet
     lake partitioned by the segment columns is then read one partition at a time).
+    ``clustering``: the input is a clustering table (sample, truth, cluster, weight), checked by
+    cluster_summary.
     """
 
     name = "polars"
