@@ -4,8 +4,9 @@ engine, by scikit-learn per group, and by a plain scan (the floor), in one run o
     python benchmarks/lake.py                          # 100M rows: 10M samples x 10 labels
     python benchmarks/lake.py --samples 1_000_000 --scaling 1,3,10 --memory-limit 1GB
 
-Every step runs in its own child process; the parent reports its wall time and peak RSS (from
-``wait4``) and checks that every engine's numbers equal scikit-learn's. Steps:
+Every step runs in its own child process; the parent reports its wall time, CPU time (user +
+system, less disturbed by other work on the machine) and peak RSS (from ``wait4``) and checks
+that every engine's numbers equal scikit-learn's. Steps:
 
 - ``exact-<engine>``: ROC AUC and average precision per (segment, label), plus precision,
   recall, F1 at 0.5 per label and macro-averaged, in one request;
@@ -230,7 +231,7 @@ def measure(step: str, lake: Path, memory_limit: str | None) -> dict:
     if status != 0:
         raise SystemExit(f"step {step} failed (status {status})")
     return {"step": step, "seconds": seconds, "peak_rss_mib": usage.ru_maxrss / 1024,
-            "numbers": json.loads(output)}
+            "cpu_seconds": usage.ru_utime + usage.ru_stime, "numbers": json.loads(output)}
 
 
 def agreement(result: dict, oracle: dict) -> float:
@@ -246,15 +247,17 @@ def report(rows: list[dict], samples: int) -> str:
     lines = [f"rows: {samples * LABELS:,} ({samples:,} samples x {LABELS} labels, "
              f"{SEGMENTS} segments); clustering: {samples:,} rows, {CLASSES} classes x "
              f"{CLUSTERS} clusters", "",
-             "| step | wall s | peak RSS MiB | sklearn / step | step / scan | max rel diff |",
-             "|---|---:|---:|---:|---:|---:|"]
+             "| step | wall s | CPU s | peak RSS MiB | sklearn / step | step / scan "
+             "| max rel diff |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         prefix = "cluster-" if r["step"].startswith("cluster-") else ""
         sk, scan = by_step.get(f"{prefix}sklearn"), by_step.get(f"{prefix}scan")
         vs_sk = f"{sk['seconds'] / r['seconds']:.2f}x" if sk else "-"
         vs_scan = f"{r['seconds'] / scan['seconds']:.2f}x" if scan else "-"
         diff = r.get("max_rel_diff")
-        lines.append(f"| {r['step']} | {r['seconds']:.1f} | {r['peak_rss_mib']:.0f} | {vs_sk} "
+        lines.append(f"| {r['step']} | {r['seconds']:.1f} | {r['cpu_seconds']:.1f} "
+                     f"| {r['peak_rss_mib']:.0f} | {vs_sk} "
                      f"| {vs_scan} | {'-' if diff is None else f'{diff:.1e}'} |")
     return "\n".join(lines)
 
