@@ -5,8 +5,8 @@ and what was expected.
 
 >>> job = Job.from_dict({"sources": [{"path": "fixtures/lake", "model_column": "model"}],
 ...                      "segments": ["region"], "metrics": ["roc_auc", "f1"]})
->>> [s.columns for s in job.segmentations], job.metrics
-[((), ('region',)), ['roc_auc', 'f1']]
+>>> [s.name for s in job.segmentations], job.metrics
+(['overall', 'region'], ['roc_auc', 'f1'])
 """
 
 from __future__ import annotations
