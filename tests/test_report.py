@@ -249,8 +249,9 @@ average = ["macro"]
 path = "{LAKE}"
 model_column = "model"
 [curves]
-kinds = ["roc"]
+kinds = []
 """
+WITH_ROC = SMALL.replace("kinds = []", 'kinds = ["roc"]')
 
 
 @pytest.mark.parametrize(("old", "new", "message"), [
@@ -269,7 +270,7 @@ kinds = ["roc"]
     ("", "[[alerts.rules]]\nmetric = 'f1'\naverage = 'weighted'\nbelow = 1",
      "alerts.rules[0].average: the job computes no 'weighted' average of f1"),
     ('task = "multilabel"', 'task = "multilabels"', "task: expected one of"),
-    ('kinds = ["roc"]', 'kinds = ["lift"]', "curves.kinds[0]: expected one of"),
+    ("kinds = []", 'kinds = ["lift"]', "curves.kinds[0]: expected one of"),
 ])
 def test_bad_jobs_get_one_line_naming_the_key(tmp_path, capsys, old, new, message):
     text = SMALL.replace(old, new) if old else SMALL + "\n" + new + "\n"
@@ -310,7 +311,7 @@ def _without_timings(path: Path) -> str:
 
 
 def test_same_inputs_same_files(tmp_path):
-    job = _write_job(tmp_path, SMALL)
+    job = _write_job(tmp_path, WITH_ROC)
     one, two = tmp_path / "one", tmp_path / "two"
     me.report(job, one, progress=False)
     me.report(job, two, progress=False)
@@ -335,7 +336,7 @@ def test_a_failed_run_leaves_the_last_good_report(tmp_path, monkeypatch):
     def broken(*args: Any, **kwargs: Any) -> str:
         raise RuntimeError("the chart broke")
 
-    monkeypatch.setattr("mleval_sql.reporting.html.charts.curve_grid", broken)
+    monkeypatch.setattr("mleval_sql.reporting.html.charts.segment_dots", broken)
     with pytest.raises(RuntimeError):
         me.report(job, out, progress=False)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no temporary left

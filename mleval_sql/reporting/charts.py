@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import polars as pl
@@ -91,16 +91,18 @@ KINDS = {
 }
 
 
-def curve_grid(table: pl.DataFrame, kind: str, segments: Sequence[str], labels: Sequence[str],
+def curve_grid(table: pl.DataFrame, kind: str, segments: Mapping[str, str],
+               labels: Sequence[str],
                models: Sequence[str], legend: dict[tuple[str, str, str], float | None],
                salt: str) -> str:
-    """ROC / PR / reliability curves: a row per segment, a column per label, a line per model;
-    ``legend[(model, segment, label)]`` is the value shown next to the model's name."""
-    x, y, xlabel, ylabel, name, diagonal = KINDS[kind]
+    """ROC / PR / reliability curves: a row per segment (``segments``: segment -> the name its
+    row shows), a column per label, a line per model; ``legend[(model, segment, label)]`` is the
+    value shown next to the model's name."""
+    x, y, xlabel, ylabel, area, diagonal = KINDS[kind]
     figure, axes = _grid(len(segments), len(labels))
     palette = colors(models)
     parts = table.partition_by([MODEL, SEGMENT, "label"], as_dict=True, maintain_order=True)
-    for r, segment in enumerate(segments):
+    for r, (segment, name) in enumerate(segments.items()):
         for c, label in enumerate(labels):
             ax = axes[r][c]
             if diagonal:
@@ -111,7 +113,7 @@ def curve_grid(table: pl.DataFrame, kind: str, segments: Sequence[str], labels: 
                     continue
                 part = _thin(part.filter(pl.col(x).is_not_null() & pl.col(y).is_not_null()))
                 value = legend.get((model, segment, label))
-                text = model if value is None else f"{model} ({name} {value:.3f})"
+                text = model if value is None else f"{model} ({area} {value:.3f})"
                 ax.plot(part[x].to_list(), part[y].to_list(), color=palette[model],
                         linewidth=1.3, label=text, marker="o" if kind == "reliability" else None,
                         markersize=2.5, drawstyle="steps-pre" if kind == "pr" else "default")
@@ -123,20 +125,20 @@ def curve_grid(table: pl.DataFrame, kind: str, segments: Sequence[str], labels: 
             if r == 0:
                 ax.set_title(f"label {label}", fontsize=8.5)
             if c == 0:
-                ax.set_ylabel(f"{_short(segment)}\n{ylabel}", fontsize=7.5)
+                ax.set_ylabel(f"{_short(name)}\n{ylabel}", fontsize=7.5)
             if r == len(segments) - 1:
                 ax.set_xlabel(xlabel, fontsize=7.5)
     return render(figure, salt)
 
 
-def sweep_grid(table: pl.DataFrame, segments: Sequence[str], models: Sequence[str],
+def sweep_grid(table: pl.DataFrame, segments: Mapping[str, str], models: Sequence[str],
                threshold: float, salt: str) -> str:
     """F1, precision and recall against the threshold: a row per segment, a column per model."""
     figure, axes = _grid(len(segments), len(models), width=3.0)
     parts = table.partition_by([MODEL, SEGMENT], as_dict=True, maintain_order=True)
     styles = {"f1": ("#333333", "-"), "precision": ("#1f77b4", "--"),
               "recall": ("#d62728", ":")}
-    for r, segment in enumerate(segments):
+    for r, (segment, name) in enumerate(segments.items()):
         for c, model in enumerate(models):
             ax = axes[r][c]
             part = parts.get((model, segment))
@@ -152,7 +154,7 @@ def sweep_grid(table: pl.DataFrame, segments: Sequence[str], models: Sequence[st
                 ax.set_title(f"model {model}", fontsize=8.5)
                 ax.legend(fontsize=6.5, loc="lower left", frameon=False, handlelength=1.6)
             if c == 0:
-                ax.set_ylabel(_short(segment), fontsize=7.5)
+                ax.set_ylabel(_short(name), fontsize=7.5)
             if r == len(segments) - 1:
                 ax.set_xlabel("Threshold", fontsize=7.5)
     return render(figure, salt)
@@ -223,8 +225,9 @@ def _count(value: float) -> str:
 
 
 def _short(segment: str, width: int = 28) -> str:
-    """A segment name on at most two lines of about ``width`` characters."""
-    if len(segment) <= width:
-        return segment
-    head, sep, tail = segment.partition(", ")
-    return f"{head},\n{tail}" if sep else segment[: width - 1] + "…"
+    """A segment name in lines of about ``width`` characters, broken after its commas."""
+    lines = []
+    for line in segment.split("\n"):
+        head, sep, tail = line.partition(", ")
+        lines.extend([f"{head},", tail] if sep and len(line) > width else [line])
+    return "\n".join(lines)

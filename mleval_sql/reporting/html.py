@@ -157,17 +157,20 @@ def _weakest(ranked: pl.DataFrame, n: int) -> list[dict[str, Any]]:
 
 
 def _shown_segments(ranked: pl.DataFrame | None, segments: list[str], top: int,
-                    metric: str | None) -> list[str]:
+                    metric: str | None) -> dict[str, str]:
     """The overall row, then the ``top`` weakest and ``top`` strongest segments (by their worst
-    value across models)."""
+    value across models), each with the name its row of charts shows."""
     if ranked is None or metric is None or ranked.is_empty():
-        return segments[: 1 + 2 * top]
+        return {s: s for s in segments[: 1 + 2 * top]}
     better = ordering(metric)
     worst = ranked.group_by(SEGMENT).agg(score=better(pl.col("value")).min()).sort(
         "score", SEGMENT)
     names = worst[SEGMENT].to_list()
-    chosen = [OVERALL, *names[:top], *names[max(top, len(names) - top):][::-1]]
-    return list(dict.fromkeys(chosen))
+    weakest, strongest = names[:top], names[max(top, len(names) - top):][::-1]
+    shown = {OVERALL: OVERALL}
+    for names_, tag in ((weakest, "weak"), (strongest, "strong")):
+        shown.update({s: f"{s}\n({tag})" for s in names_ if s not in shown})
+    return shown
 
 
 def _labels(table: pl.DataFrame, most: int) -> tuple[list[str], int]:
