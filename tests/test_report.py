@@ -123,6 +123,22 @@ def test_summary_and_alerts(example):
     assert summary["inputs"][0]["samples"] == 600
 
 
+def test_readme_shows_the_example_job():
+    import re
+    import tomllib
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "mleval report examples/report.toml --output report/" in readme
+    assert "(docs/report.png)" in readme and (ROOT / "docs" / "report.png").is_file()
+    (block,) = re.findall(r"```toml\n(.*?)```", readme, flags=re.S)
+    shown = Job.from_dict(tomllib.loads(block), base=EXAMPLE.parent)
+    example = Job.load(EXAMPLE)
+    for key in ("metrics", "segmentations", "average", "curves", "task", "baseline"):
+        assert getattr(shown, key) == getattr(example, key), key
+    assert [(s.paths, s.model_column) for s in shown.sources] == \
+        [(s.paths, s.model_column) for s in example.sources]
+
+
 # -- baselines and rules, on both sides of each --------------------------------------------
 
 def _job(**changes: Any) -> dict[str, Any]:
