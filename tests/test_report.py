@@ -125,6 +125,7 @@ def test_summary_and_alerts(example):
 
 def test_readme_shows_the_example_job():
     import re
+
     import tomllib
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
