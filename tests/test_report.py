@@ -126,13 +126,13 @@ def test_summary_and_alerts(example):
 def test_readme_shows_the_example_job():
     import re
 
-    import tomllib
+    from mleval_sql.reporting.job import toml
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "mleval report examples/report.toml --output report/" in readme
     assert "(docs/report.png)" in readme and (ROOT / "docs" / "report.png").is_file()
     (block,) = re.findall(r"```toml\n(.*?)```", readme, flags=re.S)
-    shown = Job.from_dict(tomllib.loads(block), base=EXAMPLE.parent)
+    shown = Job.from_dict(toml().loads(block), base=EXAMPLE.parent)
     example = Job.load(EXAMPLE)
     for key in ("metrics", "segmentations", "average", "curves", "task", "baseline"):
         assert getattr(shown, key) == getattr(example, key), key
@@ -303,6 +303,17 @@ def test_segment_column_missing(tmp_path, capsys):
     job = _write_job(tmp_path, SMALL.replace('["region"]', '["regoin"]'))
     assert main(["report", str(job), "-o", str(tmp_path / "out")]) == 2
     assert "segments: sources[0] has no column 'regoin'" in capsys.readouterr().err
+
+
+def test_stages_show_on_a_terminal_only(tmp_path, capsys):
+    job = _write_job(tmp_path, SMALL)
+    me.report(job, tmp_path / "quiet")  # stderr is not a terminal under pytest
+    assert capsys.readouterr().err == ""
+    me.report(job, tmp_path / "loud", progress=True)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "mleval report: [1/7] checking the sources"
+    assert lines[1] == "mleval report: [2/7] sources[0]: metrics"
+    assert lines[-1] == "mleval report: [7/7] done"
 
 
 def test_fail_on_alert_sets_the_exit_status(tmp_path, capsys):

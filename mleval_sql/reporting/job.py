@@ -23,15 +23,6 @@ from mleval_sql.api import _names
 from mleval_sql.registry import AVERAGES
 from mleval_sql.schema import TASKS, InputError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - the backport of Python 3.10, in the report extra
-    try:
-        import tomli as tomllib
-    except ImportError as error:
-        raise ImportError("reading a job file on Python 3.10 needs tomli: "
-                          "pip install 'mleval_sql[report]'") from error
-
 CURVE_KINDS = ("roc", "pr", "sweep", "reliability")
 #: The evaluate() options a job may set at its top level, with their defaults.
 OPTIONS: dict[str, Any] = {"threshold": 0.5, "beta": 1.0, "k": 2, "zero_division": None,
@@ -45,6 +36,20 @@ OVERALL = "overall"
 
 class JobError(InputError):
     """A job file that cannot be run: the message names the key and what was expected."""
+
+
+def toml() -> Any:
+    """``tomllib``, or on Python 3.10 its backport ``tomli`` (in the report extra)."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+
+        return tomllib
+    try:  # pragma: no cover - Python 3.10
+        import tomli
+    except ImportError as error:  # pragma: no cover
+        raise JobError("reading a job file on Python 3.10 needs tomli: "
+                       "pip install 'mleval_sql[report]'") from error
+    return tomli  # pragma: no cover
 
 
 @dataclass(frozen=True)
@@ -135,6 +140,7 @@ class Job:
         except OSError as error:
             raise JobError(f"cannot read the job file {os.fspath(path)!r}: "
                            f"{error.strerror or error}") from error
+        tomllib = toml()
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as error:

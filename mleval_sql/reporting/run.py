@@ -115,6 +115,8 @@ def run(job: Job, progress: Progress | None = None) -> Result:
             table = source.curve(kind, task)
             if table is not None:
                 curves[kind].append(table)
+    for source in prepared:
+        source.close()
     progress.stage("baseline and alerts")
     order = {s.name: i for i, s in enumerate(job.segmentations)}
     size_table = _judged(_named(pl.concat(sizes, how="diagonal_relaxed"), job), job)
@@ -211,6 +213,11 @@ class _Prepared:
             projection.append(ConstantExpression(self.source.model).alias(MODEL))
         projection.append(ColumnExpression(SEGMENTATION))
         return crossed.select(*projection)
+
+    def close(self) -> None:
+        if self.connection is not None:
+            self.connection.close()
+            self.connection = None
 
     def _input(self) -> dict[str, Any]:
         if self.job.engine == "duckdb":
