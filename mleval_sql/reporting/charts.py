@@ -23,6 +23,7 @@ INSTALL_HINT = "pip install 'mleval_sql[report]'"
 #: Points drawn per line at most; the tables keep every point.
 MAX_POINTS = 400
 PANEL = (2.6, 2.3)  # inches per small multiple
+WRAP = 4  # panels per row when a chart has one label
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
           "#7f7f7f", "#bcbd22", "#17becf")
 
@@ -95,39 +96,49 @@ def curve_grid(table: pl.DataFrame, kind: str, segments: Mapping[str, str],
                labels: Sequence[str],
                models: Sequence[str], legend: dict[tuple[str, str, str], float | None],
                salt: str) -> str:
-    """ROC / PR / reliability curves: a row per segment (``segments``: segment -> the name its
-    row shows), a column per label, a line per model; ``legend[(model, segment, label)]`` is the
-    value shown next to the model's name."""
+    """ROC / PR / reliability curves, a panel per segment x label and a line per model:
+    a row per segment and a column per label, or with one label the segments in rows of
+    ``WRAP``. ``segments``: segment -> the name its panels show; ``legend[(model, segment,
+    label)]``: the value shown next to the model's name."""
     x, y, xlabel, ylabel, area, diagonal = KINDS[kind]
-    figure, axes = _grid(len(segments), len(labels))
+    one = len(labels) == 1
+    panels = [(segment, name, label) for segment, name in segments.items() for label in labels]
+    cols = min(WRAP, len(panels)) if one else len(labels)
+    rows = -(-len(panels) // cols)
+    figure, axes = _grid(rows, cols, height=PANEL[1] + (0.25 if one else 0))
     palette = colors(models)
     parts = table.partition_by([MODEL, SEGMENT, "label"], as_dict=True, maintain_order=True)
-    for r, (segment, name) in enumerate(segments.items()):
-        for c, label in enumerate(labels):
-            ax = axes[r][c]
-            if diagonal:
-                ax.plot([0, 1], [0, 1], linestyle=":", color="#999999", linewidth=0.8)
-            for model in models:
-                part = parts.get((model, segment, label))
-                if part is None or part.is_empty():
-                    continue
-                part = _thin(part.filter(pl.col(x).is_not_null() & pl.col(y).is_not_null()))
-                value = legend.get((model, segment, label))
-                text = model if value is None else f"{model} ({area} {value:.3f})"
-                ax.plot(part[x].to_list(), part[y].to_list(), color=palette[model],
-                        linewidth=1.3, label=text, marker="o" if kind == "reliability" else None,
-                        markersize=2.5, drawstyle="steps-pre" if kind == "pr" else "default")
-            ax.set_xlim(-0.02, 1.02)
-            ax.set_ylim(-0.02, 1.02)
-            if ax.get_legend_handles_labels()[0]:
-                ax.legend(fontsize=6.5, loc="lower right" if kind == "roc" else "best",
-                          frameon=False, handlelength=1.2)
-            if r == 0:
-                ax.set_title(f"label {label}", fontsize=8.5)
-            if c == 0:
-                ax.set_ylabel(f"{_short(name)}\n{ylabel}", fontsize=7.5)
-            if r == len(segments) - 1:
-                ax.set_xlabel(xlabel, fontsize=7.5)
+    for i, (segment, name, label) in enumerate(panels):
+        r, c = divmod(i, cols)
+        ax = axes[r][c]
+        if diagonal:
+            ax.plot([0, 1], [0, 1], linestyle=":", color="#999999", linewidth=0.8)
+        for model in models:
+            part = parts.get((model, segment, label))
+            if part is None or part.is_empty():
+                continue
+            part = _thin(part.filter(pl.col(x).is_not_null() & pl.col(y).is_not_null()))
+            value = legend.get((model, segment, label))
+            text = model if value is None else f"{model} ({area} {value:.3f})"
+            ax.plot(part[x].to_list(), part[y].to_list(), color=palette[model],
+                    linewidth=1.3, label=text, marker="o" if kind == "reliability" else None,
+                    markersize=2.5, drawstyle="steps-pre" if kind == "pr" else "default")
+        ax.set_xlim(-0.02, 1.02)
+        ax.set_ylim(-0.02, 1.02)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=6.5, loc="lower right" if kind == "roc" else "best",
+                      frameon=False, handlelength=1.2)
+        if one:
+            ax.set_title(name.replace("\n", " "), fontsize=8)
+        elif r == 0:
+            ax.set_title(f"label {label}", fontsize=8.5)
+        if c == 0:
+            ax.set_ylabel(ylabel if one else f"{_short(name)}\n{ylabel}", fontsize=7.5)
+        if r == rows - 1 or (one and i + cols >= len(panels)):
+            ax.set_xlabel(xlabel, fontsize=7.5)
+            ax.tick_params(labelbottom=True)
+    for i in range(len(panels), rows * cols):  # the empty end of the last row
+        axes[i // cols][i % cols].set_visible(False)
     return render(figure, salt)
 
 

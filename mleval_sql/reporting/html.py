@@ -220,9 +220,12 @@ def _charts(result: Result, ranked: pl.DataFrame | None, rows: pl.DataFrame,
             continue
         labels, more = _labels(table, job.max_labels)
         title, legend_metric = titles[kind]
-        note = f"Rows: {which}; columns: labels" + (
-            f" (the first {len(labels)}; {more} more in curve_{kind}.parquet)" if more else "") \
-            + "; a line per model."
+        if len(labels) == 1:
+            note = f"Panels: {which}; a line per model."
+        else:
+            note = f"Rows: {which}; columns: labels" + (
+                f" (the first {len(labels)}; {more} more in curve_{kind}.parquet)" if more
+                else "") + "; a line per model."
         out.append({"id": kind, "title": title, "note": note,
                     "svg": charts.curve_grid(table, kind, shown, labels, models,
                                              _legend(result, legend_metric), kind)})

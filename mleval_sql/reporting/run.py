@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -231,18 +232,32 @@ class _Prepared:
     def task(self) -> str:
         options = self._options(None)  # type: ignore[arg-type]
         source = options.pop("source")
-        return me.check(source, **options)
+        with self._naming():
+            return me.check(source, **options)
 
     def evaluate(self, metrics: list[str], task: str) -> pl.DataFrame:
         options = self._options(task)
         source = options.pop("source")
-        try:
+        with self._naming():
             return me.evaluate(source, metrics, average=_averages(self.job, metrics),
                                **self.job.options, **options)
+
+    @contextmanager
+    def _naming(self) -> Iterator[None]:
+        """Bad input is reported with the source it is in."""
+        try:
+            yield
+        except JobError:
+            raise
         except InputError as error:
-            raise InputError(f"{self.source.key}: {error}") from None
+            raise InputError(f"{self.source.key} ({', '.join(self.source.paths)}): "
+                             f"{error}") from None
 
     def curve(self, kind: str, task: str) -> pl.DataFrame | None:
+        with self._naming():
+            return self._curve(kind, task)
+
+    def _curve(self, kind: str, task: str) -> pl.DataFrame | None:
         options = self._options(task)
         source = options.pop("source")
         if kind == "sweep":
