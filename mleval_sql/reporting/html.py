@@ -78,6 +78,12 @@ def _tone(metric: str, delta: float | None) -> str:
     return "better" if good else "worse"
 
 
+def _cell(metric: str, pair: tuple[float | None, float | None] | None) -> dict[str, Any]:
+    """A table cell: the value, its delta against the baseline and the delta's tone."""
+    value, delta = pair or (None, None)
+    return {"value": value, "delta": delta, "tone": _tone(metric, delta)}
+
+
 def context(result: Result, versions: Mapping[str, str]) -> dict[str, Any]:
     """Everything the template shows, as plain values."""
     job = result.job
@@ -90,16 +96,11 @@ def context(result: Result, versions: Mapping[str, str]) -> dict[str, Any]:
     metric_of = dict(zip(rows["column"].to_list(), rows["metric"].to_list(), strict=True))
     cells = {(m, s, c): (v, d) for m, s, c, v, d in rows.select(
         MODEL, SEGMENT, "column", "value", "delta").iter_rows()}
-    overview = []
-    for row in wide.iter_rows(named=True):
-        overview.append({
-            "model": row[MODEL], "segment": row[SEGMENT], "samples": row["samples"],
-            "weight": row["weight"], "judged": row["judged"],
-            "cells": [{"value": cells.get((row[MODEL], row[SEGMENT], c), (None, None))[0],
-                       "delta": cells.get((row[MODEL], row[SEGMENT], c), (None, None))[1],
-                       "tone": _tone(metric_of[c], cells.get((row[MODEL], row[SEGMENT], c),
-                                                             (None, None))[1])}
-                      for c in columns]})
+    overview = [{
+        "model": row[MODEL], "segment": row[SEGMENT], "samples": row["samples"],
+        "weight": row["weight"], "judged": row["judged"],
+        "cells": [_cell(metric_of[c], cells.get((row[MODEL], row[SEGMENT], c)))
+                  for c in columns]} for row in wide.iter_rows(named=True)]
     ranked = _ranked(result, rows, rank, rank_metric) if rank else None
     page = {
         "title": job.title, "task": result.task, "engine": job.engine,
@@ -148,12 +149,9 @@ def _ranked(result: Result, rows: pl.DataFrame, rank: str, metric: str) -> pl.Da
 
 
 def _weakest(ranked: pl.DataFrame, n: int) -> list[dict[str, Any]]:
-    out = []
-    for model, part in ranked.partition_by(MODEL, as_dict=True, maintain_order=True).items():
-        out.extend({**row, "model": model[0],
-                    "tone": _tone(row["metric"], row["delta"])} for row in part.head(n)
-                   .to_dicts())
-    return sorted(out, key=lambda r: (r["model"], ))
+    weakest = ranked.group_by(MODEL, maintain_order=True).head(n).sort(MODEL,
+                                                                       maintain_order=True)
+    return [{**row, "tone": _tone(row["metric"], row["delta"])} for row in weakest.to_dicts()]
 
 
 def _shown_segments(ranked: pl.DataFrame | None, segments: list[str], top: int,
@@ -262,11 +260,9 @@ def _per_label(result: Result) -> list[dict[str, Any]]:
         keys = list(dict.fromkeys((s, str(lab)) for s, lab in part.select(SEGMENT, "label")
                                   .iter_rows()))
         out.append({"model": model, "metrics": metrics, "rows": [
-            {"segment": s, "label": lab, "cells": [
-                {"value": cells.get((s, lab, m), (None, None))[0],
-                 "delta": cells.get((s, lab, m), (None, None))[1],
-                 "tone": _tone(m, cells.get((s, lab, m), (None, None))[1])}
-                for m in metrics]} for s, lab in keys]})
+            {"segment": s, "label": lab,
+             "cells": [_cell(m, cells.get((s, lab, m))) for m in metrics]}
+            for s, lab in keys]})
     return out
 
 
