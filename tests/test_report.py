@@ -168,6 +168,16 @@ def plain():
     return _run(_job())
 
 
+def test_both_engines_give_the_same_tables(plain):
+    polars = _run(_job(engine="polars"))
+    keys = ["model", "segment", "metric", "average", "label"]
+    joined = plain.metrics.join(polars.metrics.select(*keys, other="value"), on=keys,
+                                how="full", nulls_equal=True)
+    assert joined.height == plain.metrics.height == polars.metrics.height
+    assert all(_close(a, b) for a, b in joined.select("value", "other").iter_rows())
+    assert plain.sizes.equals(polars.sizes)
+
+
 @pytest.mark.parametrize("condition", ["below", "above"])
 def test_absolute_rules_fire_on_one_side_only(plain, condition):
     value = _value(plain.metrics, "b", "region=eu", "roc_auc")

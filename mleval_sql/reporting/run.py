@@ -113,6 +113,8 @@ def run(job: Job, progress: Progress | None = None) -> Result:
         inputs.append(source.describe(size))
         for kind in job.curves:
             progress.stage(f"{source.source.key}: {kind} curves")
+            if task == "regression":
+                continue
             table = source.curve(kind, task)
             if table is not None:
                 curves[kind].append(table)
