@@ -377,12 +377,14 @@ def _tidy(plan: _Plan, results: dict[str, pl.DataFrame], params: dict[str, objec
 
 
 def _unpack_segment(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
-    """The engines' ``segment`` key back as the user's segment columns."""
+    """The engines' ``segment`` key back as the user's segment columns. A float segment that
+    holds both 0.0 and -0.0 is one segment, given as 0.0 (DuckDB keeps whichever came first)."""
     if not by:
         return frame.drop("segment")
-    if len(by) == 1:
-        return frame.rename({"segment": by[0]})
-    return frame.unnest("segment")
+    frame = frame.rename({"segment": by[0]}) if len(by) == 1 else frame.unnest("segment")
+    floats = [c for c in by if frame.schema[c].is_float()]
+    return frame.with_columns(pl.when(pl.col(c) == 0).then(0.0).otherwise(pl.col(c))
+                              .cast(frame.schema[c]).alias(c) for c in floats)
 
 
 def _sweep_table(rows: pl.DataFrame, by: list[str]) -> pl.DataFrame:

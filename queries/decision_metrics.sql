@@ -10,6 +10,17 @@
 WITH params AS (
     SELECT CAST($beta AS DOUBLE) AS beta, CAST($zero_division AS DOUBLE) AS zero_division
 ),
+fbeta_shares AS (
+    -- F-beta = (1 + b²) tp / ((1 + b²) tp + b² fn + fp) = tp / (tp + fn_share fn + fp_share fp)
+    -- with fn_share = b² / (1 + b²), fp_share = 1 / (1 + b²), written so that b² neither
+    -- under- nor overflows (beta = 1e-200 gives precision, 1e200 recall, never NaN)
+    SELECT
+        CASE WHEN beta > 1 THEN 1 / (1 + (1 / beta) * (1 / beta))
+             ELSE beta * beta / (1 + beta * beta) END AS fn_share,
+        CASE WHEN beta > 1 THEN (1 / beta) * (1 / beta) / (1 + (1 / beta) * (1 / beta))
+             ELSE 1 / (1 + beta * beta) END AS fp_share
+    FROM params
+),
 grid AS (
     SELECT segments.segment, labels.label, c.tp, c.fp, c.fn, c.tn
     FROM (SELECT DISTINCT segment FROM confusion_counts) AS segments
@@ -18,30 +29,37 @@ grid AS (
         ON c.segment IS NOT DISTINCT FROM segments.segment AND c.label = labels.label
 ),
 counts AS (
-    SELECT segment, CAST(NULL AS VARCHAR) AS average, label, tp, fp, fn, tn FROM grid
-    UNION ALL
-    SELECT segment, 'micro', NULL, sum(tp), sum(fp), sum(fn), sum(tn)
-    FROM confusion_counts
-    GROUP BY segment
+    SELECT *, tp + fp + fn + tn AS total
+    FROM (
+        SELECT segment, CAST(NULL AS VARCHAR) AS average, label, tp, fp, fn, tn FROM grid
+        UNION ALL
+        SELECT segment, 'micro', NULL, sum(tp), sum(fp), sum(fn), sum(tn)
+        FROM confusion_counts
+        GROUP BY segment
+    ) AS pooled
 ),
 scores AS (
     SELECT
         segment, average, label, tp, fp, fn, tn,
         tp + fn AS support,
         tp + fn AS label_support,
-        (tp + tn) / nullif(tp + fp + fn + tn, 0) AS accuracy,
+        (tp + tn) / nullif(total, 0) AS accuracy,
         CASE WHEN tp + fp = 0 THEN zero_division ELSE tp / (tp + fp) END AS precision,
         CASE WHEN tp + fn = 0 THEN zero_division ELSE tp / (tp + fn) END AS recall,
         CASE WHEN tp + fp + fn = 0 THEN zero_division ELSE 2 * tp / (2 * tp + fn + fp) END AS f1,
-        CASE WHEN tp + fp + fn = 0 THEN zero_division
-             ELSE (1 + beta * beta) * tp / ((1 + beta * beta) * tp + beta * beta * fn + fp)
+        CASE WHEN tp + fp + fn = 0 THEN zero_division WHEN tp = 0 THEN 0.0
+             ELSE tp / (tp + fn_share * fn + fp_share * fp)
         END AS fbeta,
         CASE WHEN tn + fp = 0 THEN zero_division ELSE tn / (tn + fp) END AS specificity,
         CASE WHEN tp + fp + fn = 0 THEN zero_division ELSE tp / (tp + fp + fn) END AS jaccard,
-        CASE WHEN (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn) = 0 THEN 0.0
-             ELSE (tp * tn - fp * fn) / sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
+        -- from the counts as shares of the total, so that no product of counts under- or
+        -- overflows (weights of 1e-300 or 1e300 give the same MCC as weights of 1)
+        CASE WHEN tp + fp = 0 OR tp + fn = 0 OR tn + fp = 0 OR tn + fn = 0 THEN 0.0
+             ELSE ((tp / total) * (tn / total) - (fp / total) * (fn / total))
+                  / (sqrt((tp + fp) / total * ((tp + fn) / total))
+                     * sqrt((tn + fp) / total * ((tn + fn) / total)))
         END AS mcc
-    FROM counts, params
+    FROM counts, params, fbeta_shares
 ),
 long AS (
     SELECT *
