@@ -290,7 +290,7 @@ def expected(frame: pl.DataFrame, task: str, metric: str, averages: tuple[str, .
         rows = ORACLES[metric](seg, task, metric, averages)
         out += [(*key, metric, a, lab, pred, v) for a, lab, pred, v in rows]
     return pl.DataFrame(out, orient="row", schema=[*by, "metric", "average", "label", "predicted",
-                                                   "value"], strict=False)
+                                                   "value"], strict=False, infer_schema_length=None)
 
 
 def _segment(part: pl.DataFrame, all_labels: list, params: dict) -> Segment:
