@@ -68,19 +68,24 @@ long AS (
     )
 ),
 per_label AS (
-    SELECT * FROM long WHERE average IS NULL
+    -- supports as shares of the largest, so that a count times a support cannot overflow
+    -- and values as shares of the largest for their spread (a squared count under- or overflows)
+    SELECT *, label_support / max(label_support) OVER (PARTITION BY segment, metric) AS share,
+           max(abs(value)) OVER (PARTITION BY segment, metric) AS scale
+    FROM long WHERE average IS NULL
 )
 SELECT segment, metric, average, label, value FROM long
 UNION ALL
 SELECT segment, metric, 'macro', NULL, avg(value) FROM per_label GROUP BY segment, metric
 UNION ALL
 SELECT segment, metric, 'weighted', NULL,
-       coalesce(sum(value * label_support)
-                / nullif(sum(label_support) FILTER (WHERE value IS NOT NULL), 0),
+       coalesce(sum(value * share) / nullif(sum(share) FILTER (WHERE value IS NOT NULL), 0),
                 avg(value))
 FROM per_label GROUP BY segment, metric
 UNION ALL
-SELECT segment, metric, 'macro_std', NULL, stddev_pop(value) FROM per_label GROUP BY segment, metric
+SELECT segment, metric, 'macro_std', NULL,
+       coalesce(stddev_pop(value / nullif(scale, 0)) * max(scale), stddev_pop(value))
+FROM per_label GROUP BY segment, metric
 UNION ALL
 SELECT segment, 'hamming_loss', NULL, NULL, (fp + fn) / nullif(tp + fp + fn + tn, 0)
 FROM counts WHERE average = 'micro'

@@ -37,9 +37,12 @@ def ratio(numerator: pl.Expr, denominator: pl.Expr, zero_division: float | None)
 
 
 def nan_average(value: pl.Expr, weights: pl.Expr) -> pl.Expr:
-    """Weighted mean skipping null values; the plain mean when the weights sum to 0."""
-    kept = weights.filter(value.is_not_null()).sum()
-    return pl.when(kept == 0).then(value.mean()).otherwise((value * weights).sum() / kept)
+    """Weighted mean skipping null values; the plain mean when the weights sum to 0. The
+    weights are taken as shares of the largest, so that a value times a weight cannot overflow."""
+    largest = weights.max()
+    shares = weights / pl.when(largest > 0).then(largest).otherwise(1.0)
+    kept = shares.filter(value.is_not_null()).sum()
+    return pl.when(kept == 0).then(value.mean()).otherwise((value * shares).sum() / kept)
 
 
 def label_averages(per_label: pl.LazyFrame, support: str) -> pl.LazyFrame:
@@ -54,9 +57,17 @@ def label_averages(per_label: pl.LazyFrame, support: str) -> pl.LazyFrame:
     value = pl.col("value")
     return (per_label.group_by("segment", "metric")
             .agg(macro=value.mean(), weighted=nan_average(value, pl.col(support)),
-                 macro_std=value.std(ddof=0))
+                 macro_std=_spread(value))
             .unpivot(on=["macro", "weighted", "macro_std"], index=["segment", "metric"],
                      variable_name="average", value_name="value"))
+
+
+def _spread(value: pl.Expr) -> pl.Expr:
+    """Population standard deviation, of the values as shares of the largest (squared counts
+    of weights of 1e300 would overflow)."""
+    scale = value.abs().max()
+    return pl.when(scale > 0).then((value / scale).std(ddof=0) * scale).otherwise(
+        value.std(ddof=0))
 
 
 def rate_scores(tp: pl.Expr, fp: pl.Expr, fn: pl.Expr, beta: float,
