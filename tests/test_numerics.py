@@ -124,10 +124,13 @@ def test_a_float_segment_of_0_and_minus_0_is_one_segment_given_as_0(engine):
 
 
 def test_the_oracle_takes_more_than_100_labels(engine):
+    # the first 120 labels are never true nor predicted (F1 null), the others are: the
+    # oracle's frame must not take its value type from the first 100 rows (all null)
     labels = [f"l{j:03d}" for j in range(150)]
     frame = pl.DataFrame({"sample": np.repeat([1, 2], 150), "label": labels * 2,
-                          "score": np.tile(np.linspace(0, 1, 150), 2),
-                          "truth": np.tile(np.arange(150) % 2 == 0, 2)})
+                          "score": np.tile(np.arange(150) >= 120, 2) * 0.9,
+                          "truth": np.tile((np.arange(150) >= 120) & (np.arange(150) % 2 == 0),
+                                           2)})
     want = expected(frame, "multilabel", "f1", ("none",), [], DEFAULT_PARAMS)
     assert want.height == 150
     assert_same_rows(me.evaluate(frame, "f1", task="multilabel", average="none",
