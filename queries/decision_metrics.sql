@@ -70,7 +70,8 @@ long AS (
 per_label AS (
     -- supports as shares of the largest, so that a count times a support cannot overflow
     -- and values as shares of the largest for their spread (a squared count under- or overflows)
-    SELECT *, label_support / max(label_support) OVER (PARTITION BY segment, metric) AS share,
+    SELECT *, label_support / nullif(max(label_support) OVER (PARTITION BY segment, metric), 0)
+               AS share,
            max(abs(value)) OVER (PARTITION BY segment, metric) AS scale
     FROM long WHERE average IS NULL
 )

@@ -10,12 +10,15 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 from mleval_sql.engines import ENGINES
 
 settings.register_profile(
+    # no shrinking: an engine call costs up to a second here, and shrinking one failure took
+    # over five minutes; the example as drawn is printed, and the thorough profile shrinks
     "ci", max_examples=6, derandomize=True, database=None, print_blob=True, deadline=None,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 settings.register_profile(
     "thorough", max_examples=150, print_blob=True, deadline=None,
