@@ -54,3 +54,30 @@ def _keyed(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     casts = {k: pl.String for k in keys}
     return frame.select(*[pl.col(k).cast(casts[k]) for k in keys],
                         value=pl.col("value").cast(pl.Float64), present=pl.lit(True))
+
+
+def run_standalone(sql: str, frame: pl.DataFrame, segment: str, params: dict) -> pl.DataFrame:
+    """A standalone query (``me.sql``) run on DuckDB over ``frame`` as ``predictions``, with
+    ``segment`` as its segment column and ``params`` (``micro``: true) bound."""
+    import duckdb
+
+    from mleval_sql import queries
+
+    con = duckdb.connect()
+    con.register("predictions", frame.select("sample", "label", "score", "truth", "weight",
+                                             segment=pl.col(segment)))
+    values = {**params, "micro": True}
+    return con.sql(sql, params={p: values[p] for p in queries.parameters(sql)}).pl()
+
+
+def assert_standalone_equals_oracle(rows: pl.DataFrame, frame: pl.DataFrame, task: str,
+                                    metric: str, segment: str, params: dict) -> None:
+    """``metric``'s rows of a standalone query against the oracle's, for every average the
+    query gives."""
+    from tests.oracle import expected
+
+    rows = rows.filter(pl.col("metric") == metric).rename({"segment": segment})
+    averages = tuple(sorted({a or "none" for a in rows["average"].to_list()}))
+    assert rows.height > 0
+    want = expected(frame, task, metric, averages, [segment], params)
+    assert_same_rows(rows, want, [segment])

@@ -122,6 +122,12 @@ def _mcc(y: np.ndarray, p: np.ndarray, w: np.ndarray) -> float | None:
     return _quiet(skm.matthews_corrcoef, y, p, sample_weight=w) if w.any() else 0.0
 
 
+def _rate(fn: Callable[[Segment, np.ndarray, np.ndarray], float | None],
+          ) -> Callable[[Segment, np.ndarray, np.ndarray], float | None]:
+    """A ratio of counts: 0/0 (zero_division) where every weight is 0 (scikit-learn raises)."""
+    return lambda s, y, p: fn(s, y, p) if s.weight.any() else s.zero_division
+
+
 def _jaccard(seg: Segment, y: np.ndarray, p: np.ndarray) -> float | None:
     if seg.zero_division is None:  # jaccard_score takes no nan zero_division: count it by hand
         tp, fp, fn, _ = _binary_counts(y, p, seg.weight)
@@ -129,6 +135,9 @@ def _jaccard(seg: Segment, y: np.ndarray, p: np.ndarray) -> float | None:
     return _quiet(skm.jaccard_score, y, p, sample_weight=seg.weight,
                   zero_division=seg.zero_division)
 
+
+for _name in ("precision", "recall", "f1", "fbeta", "specificity", "jaccard"):
+    LABELWISE[_name] = _rate(LABELWISE[_name])
 
 # metrics whose multilabel / multiclass averages scikit-learn computes itself
 SKLEARN_AVERAGED = {"precision": skm.precision_score, "recall": skm.recall_score,
