@@ -26,6 +26,7 @@ from tests.data import make_predictions
 from tests.helpers import assert_frames_close, assert_same_rows
 from tests.oracle import expected
 from tests.oracle_ranking import break_even
+from tests.test_metrics import DEFAULT_PARAMS
 
 CURVE_CASES = [  # task, seed, segment columns
     pytest.param("binary", 21, ["region"], id="binary"),
@@ -351,3 +352,18 @@ def test_ovo_on_tiny_inputs(frame):
         got = me.evaluate(frame, ["roc_auc_ovo"], task="multiclass", engine=engine,
                           average=["macro", "weighted"])
         assert_same_rows(got, want, [])
+
+
+@pytest.mark.parametrize("bins", [10, 4])
+def test_binned_ranking_metrics_equal_the_oracle_on_binned_scores(engine, bins):
+    """Binned AUC, average precision and break-even, weighted, with every average, are the
+    oracle's exact values on the scores moved down to the grid."""
+    frame = _continuous(33)
+    binned = frame.with_columns(score=pl.Series(_binned(frame["score"].to_numpy(), bins)))
+    averages = ("none", "micro", "macro", "weighted", "macro_std")
+    params = {**DEFAULT_PARAMS, "bins": bins}
+    for metric in ("roc_auc", "average_precision", "break_even"):
+        got = me.evaluate(frame, metric, by="region", engine=engine, average=list(averages),
+                          task="multilabel", bins=bins)
+        want = expected(binned, "multilabel", metric, averages, ["region"], params)
+        assert_same_rows(got, want, ["region"])

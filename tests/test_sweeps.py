@@ -25,8 +25,9 @@ from mleval_sql.engines import polars as plans
 from mleval_sql.schema import InputError
 from tests.data import make_predictions
 from tests.helpers import assert_frames_close, assert_same_rows
-from tests.oracle import _segment
+from tests.oracle import _segment, expected
 from tests.oracle_operating import operating_point
+from tests.test_metrics import DEFAULT_PARAMS
 
 SEEDS = Path(__file__).resolve().parent.parent / "fixtures" / "seeds"
 SWEPT = ["f1", "precision", "recall", "accuracy", "mcc", "specificity", "tp", "hamming_loss"]
@@ -289,3 +290,21 @@ def test_sweeps_of_tiny_tables(frame):
         for t in thresholds:
             single = me.evaluate(frame, SWEPT, threshold=t, **common)
             assert_same_rows(swept.filter(pl.col("threshold") == t), single, [], rel=1e-12)
+
+
+@pytest.mark.parametrize(("task", "seed", "by", "weighted", "params"), CASES[::2])
+def test_sweeps_of_every_decision_metric_equal_the_oracle(engine, task, seed, by, weighted,
+                                                          params):
+    """Every decision metric, fbeta (beta 2), jaccard and the counts included, weighted, with
+    every average (macro_std too), at every threshold of a sweep: the oracle's values there."""
+    frame = _frame(task, seed, by, weighted)
+    names = ["tp", "fp", "fn", "tn", "support", "accuracy", "precision", "recall", "f1",
+             "fbeta", "specificity", "jaccard", "mcc"]
+    averages = ("none", "micro", "macro", "weighted", "macro_std")
+    swept = me.evaluate(frame, names, thresholds=THRESHOLDS, by=by, task=task, engine=engine,
+                        average=list(averages), beta=2.0, **params)
+    for t in THRESHOLDS:
+        oracle_params = {**DEFAULT_PARAMS, **params, "threshold": t, "beta": 2.0}
+        want = pl.concat([expected(frame, task, m, averages, by, oracle_params) for m in names],
+                         how="diagonal_relaxed")
+        assert_same_rows(swept.filter(pl.col("threshold") == t), want, by)
