@@ -101,7 +101,9 @@ def evaluate(
 
     Returns ``*by, metric, average, label, [predicted, threshold, <parameters>,] value``, sorted.
 
-    >>> evaluate("fixtures/lake", ["roc_auc", "f1"], by="model")  # doctest: +SKIP
+    >>> result = evaluate("fixtures/lake", ["roc_auc", "f1"], by="model", average="macro")
+    >>> result.select("model", "metric", pl.col("value").round(4)).rows()
+    [('a', 'f1', 0.5648), ('a', 'roc_auc', 0.7327), ('b', 'f1', 0.7831), ('b', 'roc_auc', 0.8974)]
     """
     names = _names(metrics)
     by = [by] if isinstance(by, str) else list(by)
@@ -139,7 +141,7 @@ def check(
     Raises ``InputError`` naming the first problem, as ``evaluate`` would: a pre-flight for a
     nightly job, at the cost of one pass that groups by sample.
 
-    >>> check("fixtures/lake", by="model")  # doctest: +SKIP
+    >>> check("fixtures/lake", by="model")
     'multilabel'
     """
     by = [by] if isinstance(by, str) else list(by)
@@ -172,7 +174,11 @@ def curve(
     + 1 evenly spaced thresholds. ``reliability``: ``*by, label, bin, lower, upper, mean_score,
     observed_rate, weight`` over ``n_bins`` equal-width bins (non-empty ones).
 
-    >>> curve("fixtures/lake", "roc", by="model")  # doctest: +SKIP
+    >>> table = curve("fixtures/lake", "roc", by="model")
+    >>> table.columns
+    ['model', 'label', 'threshold', 'tp', 'fp', 'fn', 'tn', 'tpr', 'fpr', 'precision', 'recall']
+    >>> table.filter(model="a", label="cat")["threshold"][0]  # the origin first
+    inf
     """
     by = [by] if isinstance(by, str) else list(by)
     _only_for(kind, n_bins=(n_bins != 10, ("reliability",)),
