@@ -110,7 +110,9 @@ def evaluate(
 
     Returns ``*by, metric, average, label, [predicted, threshold, <parameters>,] value``, sorted.
 
-    >>> evaluate("fixtures/lake", ["roc_auc", "f1"], by="model")  # doctest: +SKIP
+    >>> result = evaluate("fixtures/lake", ["roc_auc", "f1"], by="model", average="macro")
+    >>> result.select("model", "metric", pl.col("value").round(4)).rows()
+    [('a', 'f1', 0.5648), ('a', 'roc_auc', 0.7327), ('b', 'f1', 0.7831), ('b', 'roc_auc', 0.8974)]
     """
     names = None if metrics is None else _names(metrics)
     by = [by] if isinstance(by, str) else list(by)
@@ -154,7 +156,7 @@ def check(
     Raises ``InputError`` naming the first problem, as ``evaluate`` would: a pre-flight for a
     nightly job, at the cost of one pass that groups by sample.
 
-    >>> check("fixtures/lake", by="model")  # doctest: +SKIP
+    >>> check("fixtures/lake", by="model")
     'multilabel'
     """
     by = [by] if isinstance(by, str) else list(by)
@@ -187,7 +189,11 @@ def curve(
     + 1 evenly spaced thresholds. ``reliability``: ``*by, label, bin, lower, upper, mean_score,
     observed_rate, weight`` over ``n_bins`` equal-width bins (non-empty ones).
 
-    >>> curve("fixtures/lake", "roc", by="model")  # doctest: +SKIP
+    >>> table = curve("fixtures/lake", "roc", by="model")
+    >>> table.columns
+    ['model', 'label', 'threshold', 'tp', 'fp', 'fn', 'tn', 'tpr', 'fpr', 'precision', 'recall']
+    >>> table.filter(model="a", label="cat")["threshold"][0]  # the origin first
+    inf
     """
     by = [by] if isinstance(by, str) else list(by)
     _only_for(kind, n_bins=(n_bins != 10, ("reliability",)),
@@ -404,12 +410,14 @@ def _tidy(plan: _Plan, results: dict[str, pl.DataFrame], params: dict[str, objec
 
 
 def _unpack_segment(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
-    """The engines' ``segment`` key back as the user's segment columns."""
+    """The engines' ``segment`` key back as the user's segment columns. A float segment that
+    holds both 0.0 and -0.0 is one segment, given as 0.0 (DuckDB keeps whichever came first)."""
     if not by:
         return frame.drop("segment")
-    if len(by) == 1:
-        return frame.rename({"segment": by[0]})
-    return frame.unnest("segment")
+    frame = frame.rename({"segment": by[0]}) if len(by) == 1 else frame.unnest("segment")
+    floats = [c for c in by if frame.schema[c].is_float()]
+    return frame.with_columns(pl.when(pl.col(c) == 0).then(0.0).otherwise(pl.col(c))
+                              .cast(frame.schema[c]).alias(c) for c in floats)
 
 
 def _sweep_table(rows: pl.DataFrame, by: list[str]) -> pl.DataFrame:

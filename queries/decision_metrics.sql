@@ -10,6 +10,17 @@
 WITH params AS (
     SELECT CAST($beta AS DOUBLE) AS beta, CAST($zero_division AS DOUBLE) AS zero_division
 ),
+fbeta_shares AS (
+    -- F-beta = (1 + b²) tp / ((1 + b²) tp + b² fn + fp) = tp / (tp + fn_share fn + fp_share fp)
+    -- with fn_share = b² / (1 + b²), fp_share = 1 / (1 + b²), written so that b² neither
+    -- under- nor overflows (beta = 1e-200 gives precision, 1e200 recall, never NaN)
+    SELECT
+        CASE WHEN beta > 1 THEN 1 / (1 + (1 / beta) * (1 / beta))
+             ELSE beta * beta / (1 + beta * beta) END AS fn_share,
+        CASE WHEN beta > 1 THEN (1 / beta) * (1 / beta) / (1 + (1 / beta) * (1 / beta))
+             ELSE 1 / (1 + beta * beta) END AS fp_share
+    FROM params
+),
 grid AS (
     SELECT segments.segment, labels.label, c.tp, c.fp, c.fn, c.tn
     FROM (SELECT DISTINCT segment FROM confusion_counts) AS segments
@@ -18,30 +29,37 @@ grid AS (
         ON c.segment IS NOT DISTINCT FROM segments.segment AND c.label = labels.label
 ),
 counts AS (
-    SELECT segment, CAST(NULL AS VARCHAR) AS average, label, tp, fp, fn, tn FROM grid
-    UNION ALL
-    SELECT segment, 'micro', NULL, sum(tp), sum(fp), sum(fn), sum(tn)
-    FROM confusion_counts
-    GROUP BY segment
+    SELECT *, tp + fp + fn + tn AS total
+    FROM (
+        SELECT segment, CAST(NULL AS VARCHAR) AS average, label, tp, fp, fn, tn FROM grid
+        UNION ALL
+        SELECT segment, 'micro', NULL, sum(tp), sum(fp), sum(fn), sum(tn)
+        FROM confusion_counts
+        GROUP BY segment
+    ) AS pooled
 ),
 scores AS (
     SELECT
         segment, average, label, tp, fp, fn, tn,
         tp + fn AS support,
         tp + fn AS label_support,
-        (tp + tn) / nullif(tp + fp + fn + tn, 0) AS accuracy,
+        (tp + tn) / nullif(total, 0) AS accuracy,
         CASE WHEN tp + fp = 0 THEN zero_division ELSE tp / (tp + fp) END AS precision,
         CASE WHEN tp + fn = 0 THEN zero_division ELSE tp / (tp + fn) END AS recall,
         CASE WHEN tp + fp + fn = 0 THEN zero_division ELSE 2 * tp / (2 * tp + fn + fp) END AS f1,
-        CASE WHEN tp + fp + fn = 0 THEN zero_division
-             ELSE (1 + beta * beta) * tp / ((1 + beta * beta) * tp + beta * beta * fn + fp)
+        CASE WHEN tp + fp + fn = 0 THEN zero_division WHEN tp = 0 THEN 0.0
+             ELSE tp / (tp + fn_share * fn + fp_share * fp)
         END AS fbeta,
         CASE WHEN tn + fp = 0 THEN zero_division ELSE tn / (tn + fp) END AS specificity,
         CASE WHEN tp + fp + fn = 0 THEN zero_division ELSE tp / (tp + fp + fn) END AS jaccard,
-        CASE WHEN (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn) = 0 THEN 0.0
-             ELSE (tp * tn - fp * fn) / sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
+        -- from the counts as shares of the total, so that no product of counts under- or
+        -- overflows (weights of 1e-300 or 1e300 give the same MCC as weights of 1)
+        CASE WHEN tp + fp = 0 OR tp + fn = 0 OR tn + fp = 0 OR tn + fn = 0 THEN 0.0
+             ELSE ((tp / total) * (tn / total) - (fp / total) * (fn / total))
+                  / (sqrt((tp + fp) / total * ((tp + fn) / total))
+                     * sqrt((tn + fp) / total * ((tn + fn) / total)))
         END AS mcc
-    FROM counts, params
+    FROM counts, params, fbeta_shares
 ),
 long AS (
     SELECT *
@@ -50,19 +68,25 @@ long AS (
     )
 ),
 per_label AS (
-    SELECT * FROM long WHERE average IS NULL
+    -- supports as shares of the largest, so that a count times a support cannot overflow
+    -- and values as shares of the largest for their spread (a squared count under- or overflows)
+    SELECT *, label_support / nullif(max(label_support) OVER (PARTITION BY segment, metric), 0)
+               AS share,
+           max(abs(value)) OVER (PARTITION BY segment, metric) AS scale
+    FROM long WHERE average IS NULL
 )
 SELECT segment, metric, average, label, value FROM long
 UNION ALL
 SELECT segment, metric, 'macro', NULL, avg(value) FROM per_label GROUP BY segment, metric
 UNION ALL
 SELECT segment, metric, 'weighted', NULL,
-       coalesce(sum(value * label_support)
-                / nullif(sum(label_support) FILTER (WHERE value IS NOT NULL), 0),
+       coalesce(sum(value * share) / nullif(sum(share) FILTER (WHERE value IS NOT NULL), 0),
                 avg(value))
 FROM per_label GROUP BY segment, metric
 UNION ALL
-SELECT segment, metric, 'macro_std', NULL, stddev_pop(value) FROM per_label GROUP BY segment, metric
+SELECT segment, metric, 'macro_std', NULL,
+       coalesce(stddev_pop(value / nullif(scale, 0)) * max(scale), stddev_pop(value))
+FROM per_label GROUP BY segment, metric
 UNION ALL
 SELECT segment, 'hamming_loss', NULL, NULL, (fp + fn) / nullif(tp + fp + fn + tn, 0)
 FROM counts WHERE average = 'micro'

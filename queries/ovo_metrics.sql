@@ -3,7 +3,7 @@
 -- Gives:  segment, metric, average, label, value
 --   For classes a, b of a segment, AUC(a|b) is the AUC of the score of label a separating the
 --   samples of true class a (positives) from those of true class b (negatives), ties counting
---   one half: sum_s pos(s) * (neg_below(s) + neg(s) / 2) / (P * N). The pair's value is
+--   one half: sum_s pos(s) / P * (neg_below(s) + neg(s) / 2) / N. The pair's value is
 --   (AUC(a|b) + AUC(b|a)) / 2. A pair is NULL and skipped when one of its classes has no
 --   weight in the segment (classes without true samples make no pair, as in scikit-learn).
 --   macro: mean over pairs; weighted: mean weighted by the pair's prevalence, the weight of
@@ -30,6 +30,8 @@ directed AS (
 ranked AS (
     SELECT
         segment, label, other, pos, neg,
+        sum(pos) OVER (PARTITION BY segment, label, other) AS p,
+        sum(neg) OVER (PARTITION BY segment, label, other) AS n,
         coalesce(sum(neg) OVER (PARTITION BY segment, label, other ORDER BY score DESC
                                 ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING), 0) AS neg_below
     FROM directed
@@ -37,7 +39,9 @@ ranked AS (
 directed_auc AS (
     SELECT
         segment, label, other,
-        sum(pos * (neg_below + neg / 2)) / nullif(sum(pos) * sum(neg), 0) AS auc
+        -- as shares of P and N: a product of weights (pos * neg) would under- or overflow
+        CASE WHEN max(p) > 0 AND max(n) > 0 THEN sum(pos / p * ((neg_below + neg / 2) / n)) END
+            AS auc
     FROM ranked
     GROUP BY segment, label, other
 ),

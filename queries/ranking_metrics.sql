@@ -77,8 +77,9 @@ rates AS (
 terms AS (
     SELECT
         segment, average, label, tp, fp, max_fpr,
-        -- the row's share of its trapezoid, times 2 P N
-        neg * (tp + tp0) AS area,
+        -- the row's trapezoid, times 2, from rates: a product of weights (neg * tp) would
+        -- under- or overflow at weights of 1e-300 or 1e300
+        neg / n * (tpr + tpr0) AS area,
         CASE
             WHEN fpr <= max_fpr THEN neg / n * (tpr + tpr0) / 2
             WHEN fpr0 <= max_fpr  -- the block crossing max_fpr, cut there
@@ -101,7 +102,7 @@ curve_values AS (
         CASE
             WHEN max(tp) = 0 OR max(fp) = 0 THEN NULL
             WHEN max(max_fpr) IS NULL OR max(max_fpr) >= 1
-                THEN sum(area) / (2 * max(tp) * max(fp))
+                THEN sum(area) / 2
             ELSE 0.5 * (1 + (sum(partial_area) - max(max_fpr) * max(max_fpr) / 2)
                             / (max(max_fpr) - max(max_fpr) * max(max_fpr) / 2))
         END AS roc_auc,

@@ -9,18 +9,32 @@
 --               eps, as scikit-learn's MAPE: a zero truth gives a huge, finite term)
 --   sst         sum(weight * (truth - mean_truth)^2), the total sum of squares of R², taken around
 --               the weighted mean computed first: the one-pass sum(w y²) - sum(w y)² / sum(w)
---               cancels catastrophically when the targets are large and close (1e6 + noise).
+--               cancels catastrophically when the targets are large and close (1e6 + noise);
+--               the mean itself is taken of the truths shifted by the smallest truth.
 --               Exactly 0 when the truth is constant over the rows of positive weight (so a mean
 --               that rounds off cannot fake a tiny variance); NULL when weight is 0.
 --   With mean_truth and sst kept, tables of two partitions can later be merged (Chan et al.).
-WITH means AS (
+WITH origins AS (
+    -- every truth is first shifted by one of its output's own truths (the smallest), so that a
+    -- large common offset (1e12 + noise) cancels exactly before anything is summed
+    SELECT segment, label, min(CAST(truth AS DOUBLE)) AS origin
+    FROM predictions
+    GROUP BY segment, label
+),
+shifted AS (
+    SELECT p.segment, p.label, p.weight, o.origin, CAST(p.truth AS DOUBLE) - o.origin AS shifted
+    FROM predictions AS p
+    JOIN origins AS o ON p.segment IS NOT DISTINCT FROM o.segment AND p.label = o.label
+),
+means AS (
     SELECT
         segment,
         label,
-        sum(weight * CAST(truth AS DOUBLE)) / nullif(sum(weight), 0) AS mean_truth,
-        min(CAST(truth AS DOUBLE)) FILTER (WHERE weight > 0)
-            = max(CAST(truth AS DOUBLE)) FILTER (WHERE weight > 0) AS constant_truth
-    FROM predictions
+        max(origin) AS origin,
+        sum(weight * shifted) / nullif(sum(weight), 0) AS shifted_mean,
+        min(shifted) FILTER (WHERE weight > 0)
+            = max(shifted) FILTER (WHERE weight > 0) AS constant_truth
+    FROM shifted
     GROUP BY segment, label
 ),
 errors AS (
@@ -28,10 +42,10 @@ errors AS (
         p.segment,
         p.label,
         p.weight,
-        m.mean_truth,
+        m.origin + m.shifted_mean AS mean_truth,
         m.constant_truth,
         p.score - CAST(p.truth AS DOUBLE) AS error,
-        CAST(p.truth AS DOUBLE) - m.mean_truth AS deviation,
+        (CAST(p.truth AS DOUBLE) - m.origin) - m.shifted_mean AS deviation,
         greatest(abs(CAST(p.truth AS DOUBLE)), CAST(2.220446049250313e-16 AS DOUBLE)) AS scale
     FROM predictions AS p
     JOIN means AS m

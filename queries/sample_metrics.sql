@@ -11,6 +11,17 @@
 WITH params AS (
     SELECT CAST($beta AS DOUBLE) AS beta, CAST($zero_division AS DOUBLE) AS zero_division
 ),
+fbeta_shares AS (
+    -- F-beta = (1 + b²) tp / ((1 + b²) tp + b² fn + fp) = tp / (tp + fn_share fn + fp_share fp)
+    -- with fn_share = b² / (1 + b²), fp_share = 1 / (1 + b²), written so that b² neither
+    -- under- nor overflows (beta = 1e-200 gives precision, 1e200 recall, never NaN)
+    SELECT
+        CASE WHEN beta > 1 THEN 1 / (1 + (1 / beta) * (1 / beta))
+             ELSE beta * beta / (1 + beta * beta) END AS fn_share,
+        CASE WHEN beta > 1 THEN (1 / beta) * (1 / beta) / (1 + (1 / beta) * (1 / beta))
+             ELSE 1 / (1 + beta * beta) END AS fp_share
+    FROM params
+),
 counts AS (
     SELECT segment, weight, top_true, fp + fn = 0 AS exact,
            weight * tp AS tp, weight * fp AS fp, weight * fn AS fn
@@ -23,13 +34,13 @@ scores AS (
         CASE WHEN tp + fp = 0 THEN zero_division ELSE tp / (tp + fp) END AS precision,
         CASE WHEN tp + fn = 0 THEN zero_division ELSE tp / (tp + fn) END AS recall,
         CASE WHEN tp + fp + fn = 0 THEN zero_division ELSE 2 * tp / (2 * tp + fn + fp) END AS f1,
-        CASE WHEN tp + fp + fn = 0 THEN zero_division
-             ELSE (1 + beta * beta) * tp / ((1 + beta * beta) * tp + beta * beta * fn + fp)
+        CASE WHEN tp + fp + fn = 0 THEN zero_division WHEN tp = 0 THEN 0.0
+             ELSE tp / (tp + fn_share * fn + fp_share * fp)
         END AS fbeta,
         CASE WHEN tp + fp + fn = 0 THEN zero_division ELSE tp / (tp + fp + fn) END AS jaccard,
         CAST(exact AS DOUBLE) AS subset_accuracy,
         CAST(top_true AS DOUBLE) AS adjusted_accuracy
-    FROM counts, params
+    FROM counts, params, fbeta_shares
 ),
 long AS (
     SELECT *

@@ -1,10 +1,29 @@
-"""Every test that takes ``engine`` runs once per engine: one test body, both engines."""
+"""Every test that takes ``engine`` runs once per engine: one test body, both engines.
+
+Hypothesis profiles: ``ci`` (the default) is derandomised, so a failure on CI is the same
+failure on any machine, and prints the failing example and its reproduction blob; ``thorough``
+(``HYPOTHESIS_PROFILE=thorough``) draws many more random examples and keeps its database.
+"""
 
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import HealthCheck, Phase, settings
 
 from mleval_sql.engines import ENGINES
+
+settings.register_profile(
+    # no shrinking: an engine call costs up to a second here, and shrinking one failure took
+    # over five minutes; the example as drawn is printed, and the thorough profile shrinks
+    "ci", max_examples=6, derandomize=True, database=None, print_blob=True, deadline=None,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+settings.register_profile(
+    "thorough", max_examples=150, print_blob=True, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture(params=ENGINES)

@@ -1,16 +1,33 @@
-"""Comparing result frames: same rows (keys), values equal to a relative tolerance, nulls null."""
+"""Comparing result frames: same rows (keys), values equal to a tolerance, null only where null.
+
+Null and NaN are different values here: the engines promise null for an undefined value and
+never NaN, so a NaN on either side where the other has null (or a number) fails.
+"""
 
 from __future__ import annotations
 
 import math
 
 import polars as pl
+from polars.testing import assert_frame_equal
 
 KEYS = ("metric", "average", "label", "predicted")
+#: the suite's tolerances: every engine equals the oracle to float rounding (a few ulps of
+#: differently ordered sums), so anything looser would hide a lost digit
+REL, ABS = 1e-12, 1e-15
+
+
+def close(a: float | None, b: float | None, rel: float = REL, abs_: float = ABS) -> bool:
+    """Both null, both NaN, or numbers within ``rel`` / ``abs_``."""
+    if a is None or b is None:
+        return a is None and b is None
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    return math.isclose(a, b, rel_tol=rel, abs_tol=abs_)
 
 
 def assert_same_rows(got: pl.DataFrame, want: pl.DataFrame, by: list[str],
-                     rel: float = 1e-9, abs_: float = 1e-12) -> None:
+                     rel: float = REL, abs_: float = ABS) -> None:
     keys = [*by, *KEYS]
     got, want = (_keyed(f, keys) for f in (got, want))
     joined = got.join(want, on=keys, how="full", nulls_equal=True, suffix="_want",
@@ -21,9 +38,13 @@ def assert_same_rows(got: pl.DataFrame, want: pl.DataFrame, by: list[str],
     assert extra.is_empty(), f"unexpected rows in the result:\n{extra}"
     for row in joined.iter_rows(named=True):
         a, b = row["value"], row["value_want"]
-        ok = (a is None and b is None) or (
-            a is not None and b is not None and math.isclose(a, b, rel_tol=rel, abs_tol=abs_))
-        assert ok, f"{ {k: row[k] for k in keys} }: got {a}, want {b}"
+        assert close(a, b, rel, abs_), f"{ {k: row[k] for k in keys} }: got {a}, want {b}"
+
+
+def assert_frames_close(got: pl.DataFrame, want: pl.DataFrame, **kwargs: object) -> None:
+    """polars' ``assert_frame_equal`` with the suite's tolerances (its own: abs 1e-8)."""
+    kwargs.setdefault("check_dtypes", False)
+    assert_frame_equal(got, want, rel_tol=REL, abs_tol=ABS, **kwargs)
 
 
 def _keyed(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
@@ -31,7 +52,32 @@ def _keyed(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
         if col not in frame.columns:
             frame = frame.with_columns(pl.lit(None).alias(col))
     casts = {k: pl.String for k in keys}
-    value = pl.col("value").cast(pl.Float64)
     return frame.select(*[pl.col(k).cast(casts[k]) for k in keys],
-                        value=pl.when(value.is_nan()).then(None).otherwise(value),
-                        present=pl.lit(True))
+                        value=pl.col("value").cast(pl.Float64), present=pl.lit(True))
+
+
+def run_standalone(sql: str, frame: pl.DataFrame, segment: str, params: dict) -> pl.DataFrame:
+    """A standalone query (``me.sql``) run on DuckDB over ``frame`` as ``predictions``, with
+    ``segment`` as its segment column and ``params`` (``micro``: true) bound."""
+    import duckdb
+
+    from mleval_sql import queries
+
+    con = duckdb.connect()
+    con.register("predictions", frame.select("sample", "label", "score", "truth", "weight",
+                                             segment=pl.col(segment)))
+    values = {**params, "micro": True}
+    return con.sql(sql, params={p: values[p] for p in queries.parameters(sql)}).pl()
+
+
+def assert_standalone_equals_oracle(rows: pl.DataFrame, frame: pl.DataFrame, task: str,
+                                    metric: str, segment: str, params: dict) -> None:
+    """``metric``'s rows of a standalone query against the oracle's, for every average the
+    query gives."""
+    from tests.oracle import expected
+
+    rows = rows.filter(pl.col("metric") == metric).rename({"segment": segment})
+    averages = tuple(sorted({a or "none" for a in rows["average"].to_list()}))
+    assert rows.height > 0
+    want = expected(frame, task, metric, averages, [segment], params)
+    assert_same_rows(rows, want, [segment])

@@ -78,11 +78,17 @@ def _quiet(fn: Callable[..., float], *args: object, **kwargs: object) -> float |
             return _clean(fn(*args, **kwargs))
         except ZeroDivisionError:  # np.average over weights summing to 0
             return None
+        except ValueError as error:  # scikit-learn refuses weights that are all 0: 0/0
+            if "at least one non-zero" in str(error):
+                return None
+            raise
 
 
 # -- per-label (one-vs-rest) values, and averages over them --------------------------------------
 
 def _binary_counts(y: np.ndarray, p: np.ndarray, w: np.ndarray) -> tuple[float, ...]:
+    if not w.any():  # scikit-learn refuses weights that are all 0
+        return 0.0, 0.0, 0.0, 0.0
     tn, fp, fn, tp = skm.confusion_matrix(y, p, labels=[False, True], sample_weight=w).ravel()
     return float(tp), float(fp), float(fn), float(tn)
 
@@ -108,8 +114,19 @@ LABELWISE: dict[str, Callable[[Segment, np.ndarray, np.ndarray], float | None]] 
     "specificity": lambda s, y, p: _quiet(skm.recall_score, ~y, ~p, sample_weight=s.weight,
                                           zero_division=s.zd),
     "jaccard": lambda s, y, p: _jaccard(s, y, p),
-    "mcc": lambda s, y, p: _quiet(skm.matthews_corrcoef, y, p, sample_weight=s.weight),
+    "mcc": lambda s, y, p: _mcc(y, p, s.weight),
 }
+
+def _mcc(y: np.ndarray, p: np.ndarray, w: np.ndarray) -> float | None:
+    # weights all 0: MCC's denominator is 0, so 0 (the README's rule; scikit-learn raises)
+    return _quiet(skm.matthews_corrcoef, y, p, sample_weight=w) if w.any() else 0.0
+
+
+def _rate(fn: Callable[[Segment, np.ndarray, np.ndarray], float | None],
+          ) -> Callable[[Segment, np.ndarray, np.ndarray], float | None]:
+    """A ratio of counts: 0/0 (zero_division) where every weight is 0 (scikit-learn raises)."""
+    return lambda s, y, p: fn(s, y, p) if s.weight.any() else s.zero_division
+
 
 def _jaccard(seg: Segment, y: np.ndarray, p: np.ndarray) -> float | None:
     if seg.zero_division is None:  # jaccard_score takes no nan zero_division: count it by hand
@@ -118,6 +135,9 @@ def _jaccard(seg: Segment, y: np.ndarray, p: np.ndarray) -> float | None:
     return _quiet(skm.jaccard_score, y, p, sample_weight=seg.weight,
                   zero_division=seg.zero_division)
 
+
+for _name in ("precision", "recall", "f1", "fbeta", "specificity", "jaccard"):
+    LABELWISE[_name] = _rate(LABELWISE[_name])
 
 # metrics whose multilabel / multiclass averages scikit-learn computes itself
 SKLEARN_AVERAGED = {"precision": skm.precision_score, "recall": skm.recall_score,
@@ -217,8 +237,9 @@ def _adjusted(seg: Segment) -> Rows:
 
 
 def _confusion(seg: Segment) -> Rows:
-    matrix = skm.confusion_matrix(seg.y_true, seg.y_pred, labels=seg.labels,
-                                  sample_weight=seg.weight)
+    matrix = (skm.confusion_matrix(seg.y_true, seg.y_pred, labels=seg.labels,
+                                   sample_weight=seg.weight) if seg.weight.any()
+              else np.zeros((len(seg.labels),) * 2))  # scikit-learn refuses all-0 weights
     return [(None, t, p, float(matrix[i, j])) for i, t in enumerate(seg.labels)
             for j, p in enumerate(seg.labels)]
 
@@ -245,12 +266,14 @@ def whole_rows(seg: Segment, task: str, metric: str) -> Rows:
     if metric == "balanced_accuracy":
         return _one(_quiet(skm.balanced_accuracy_score, y, p, sample_weight=w))
     if metric == "mcc":
-        return _one(_quiet(skm.matthews_corrcoef, y, p, sample_weight=w))
+        return _one(_mcc(y, p, w))
     if metric == "cohen_kappa":
         return _one(_quiet(skm.cohen_kappa_score, y, p, sample_weight=w))
     if metric == "confusion_matrix":
         return _confusion(seg)
     if metric == "top_k_accuracy":
+        if len(seg.labels) <= 2:  # scikit-learn takes two classes as binary: a 0.5 threshold
+            return _one(_top_k(seg))
         return _one(_quiet(skm.top_k_accuracy_score, y, seg.score, k=seg.k, labels=seg.labels,
                            sample_weight=w))
     if metric == "subset_accuracy":
@@ -258,6 +281,16 @@ def whole_rows(seg: Segment, task: str, metric: str) -> Rows:
     if metric == "adjusted_accuracy":
         return _adjusted(seg)
     raise KeyError(metric)
+
+
+def _top_k(seg: Segment) -> float | None:
+    """Top-k accuracy by hand: labels ranked above the true one, ties ranking the larger label
+    first (scikit-learn's rule), fewer than k."""
+    true = seg.truth.argmax(axis=1)
+    own = seg.score[np.arange(len(true)), true][:, None]
+    later = np.arange(seg.score.shape[1])[None, :] > true[:, None]
+    above = ((seg.score > own) | ((seg.score == own) & later)).sum(axis=1)
+    return _quiet(np.average, above < seg.k, weights=seg.weight)
 
 
 def _decision_rows(seg: Segment, task: str, metric: str, averages: tuple[str, ...]) -> Rows:
@@ -290,7 +323,7 @@ def expected(frame: pl.DataFrame, task: str, metric: str, averages: tuple[str, .
         rows = ORACLES[metric](seg, task, metric, averages)
         out += [(*key, metric, a, lab, pred, v) for a, lab, pred, v in rows]
     return pl.DataFrame(out, orient="row", schema=[*by, "metric", "average", "label", "predicted",
-                                                   "value"], strict=False)
+                                                   "value"], strict=False, infer_schema_length=None)
 
 
 def _segment(part: pl.DataFrame, all_labels: list, params: dict) -> Segment:

@@ -34,7 +34,8 @@ def break_even(y: np.ndarray, s: np.ndarray, w: np.ndarray) -> float | None:
     predicted, hits = np.cumsum(block_all), np.cumsum(block_pos)
     i = min(int(np.searchsorted(predicted, positives, side="left")), len(scores) - 1)
     before, hits_before = (predicted[i - 1], hits[i - 1]) if i else (0.0, 0.0)
-    return float(hits_before + block_pos[i] * (positives - before) / block_all[i]) / positives
+    # the share first: block_pos * (positives - before) underflows at weights of 1e-300
+    return float(hits_before + block_pos[i] * ((positives - before) / block_all[i])) / positives
 
 
 def _roc_auc(seg: Segment, y: np.ndarray, s: np.ndarray, w: np.ndarray) -> float | None:

@@ -14,13 +14,13 @@ from typing import Any
 
 import polars as pl
 import pytest
-from polars.testing import assert_frame_equal
 
 import mleval_sql as me
 from mleval_sql import plot
 from mleval_sql.cli import averages_text, build_parser, main, table
 from mleval_sql.registry import DEFAULTS
 from mleval_sql.schema import TASKS
+from tests.helpers import assert_frames_close
 
 SEEDS = Path(__file__).resolve().parent.parent / "fixtures" / "seeds"
 ROC = json.loads((SEEDS / "expected.json").read_text(encoding="utf-8"))["roc_points"]
@@ -91,7 +91,7 @@ def read_back(text: str, fmt: str) -> pl.DataFrame:
 
 def same(got: pl.DataFrame, expected: pl.DataFrame) -> None:
     assert expected.height > 0
-    assert_frame_equal(got, expected, check_dtypes=False)
+    assert_frames_close(got, expected)
 
 
 # ------------------------------------------------------------------------------ evaluate

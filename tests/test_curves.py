@@ -16,7 +16,6 @@ import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from polars.testing import assert_frame_equal
 from sklearn import metrics as skm
 
 import mleval_sql as me
@@ -24,9 +23,10 @@ from mleval_sql import queries
 from mleval_sql.api import curve
 from mleval_sql.engines import polars as plans
 from tests.data import make_predictions
-from tests.helpers import assert_same_rows
+from tests.helpers import assert_frames_close, assert_same_rows
 from tests.oracle import expected
 from tests.oracle_ranking import break_even
+from tests.test_metrics import DEFAULT_PARAMS
 
 CURVE_CASES = [  # task, seed, segment columns
     pytest.param("binary", 21, ["region"], id="binary"),
@@ -120,7 +120,7 @@ def test_curve_engines_agree(kind, drop):
     tables = [curve(frame, kind, by=["region", "model"], engine=e, drop_intermediate=drop)
               for e in ("duckdb", "polars")]
     assert tables[0].height > 0
-    assert_frame_equal(tables[0], tables[1], check_dtypes=False, rel_tol=1e-12)
+    assert_frames_close(tables[0], tables[1])
 
 
 def test_roc_curve_drops_intermediate_points_by_default(engine):
@@ -189,7 +189,7 @@ def test_binned_auc_is_within_the_documented_bound(engine, bins):
         got, want = _value(binned, keys), _value(exact, keys)
         # the binned AUC is the exact AUC of the binned scores...
         assert math.isclose(got, skm.roc_auc_score(y, _binned(s, bins), sample_weight=w),
-                            rel_tol=1e-12)
+                            rel_tol=1e-12, abs_tol=1e-15)
         # ... within the bound of the exact one, a bound that is not trivially loose here
         bound = _auc_bound(y, s, w, bins)
         assert abs(got - want) <= bound + 1e-12
@@ -218,7 +218,7 @@ def test_partial_auc_matches_scikit_learn(engine, max_fpr):
     for keys, y, s, w in _groups(frame, []):
         value = _value(got.filter(pl.col("average").is_null()), keys)
         assert math.isclose(value, skm.roc_auc_score(y, s, sample_weight=w, max_fpr=max_fpr),
-                            rel_tol=1e-12)
+                            rel_tol=1e-12, abs_tol=1e-15)
     wide = frame.pivot(on="label", index=["sample", "weight"], values=["score", "truth"])
     labels = sorted(frame["label"].unique())
     truth = wide.select(f"truth_{lab}" for lab in labels).to_numpy().astype(int)
@@ -226,7 +226,7 @@ def test_partial_auc_matches_scikit_learn(engine, max_fpr):
     micro = got.filter(pl.col("average") == "micro")["value"].item()
     assert math.isclose(micro, skm.roc_auc_score(truth, score, average="micro",
                                                  sample_weight=wide["weight"].to_numpy(),
-                                                 max_fpr=max_fpr), rel_tol=1e-12)
+                                                 max_fpr=max_fpr), rel_tol=1e-12, abs_tol=1e-15)
 
 
 def test_break_even_without_ties_is_the_r_precision(engine):
@@ -292,7 +292,7 @@ def test_ovo_matches_scikit_learn_on_probabilities(engine, average):
         y = np.asarray(labels)[truth.argmax(axis=1)]
         want = skm.roc_auc_score(y, score, multi_class="ovo", average=average, labels=labels)
         value = got.filter(pl.col("segment") == segment[0])["value"].item()
-        assert math.isclose(value, want, rel_tol=1e-12), (segment, value, want)
+        assert math.isclose(value, want, rel_tol=1e-12, abs_tol=1e-15), (segment, value, want)
 
 
 def test_ovo_engines_agree_and_pair_counts_sql_equals_polars():
@@ -310,8 +310,7 @@ def test_ovo_engines_agree_and_pair_counts_sql_equals_polars():
     from_polars = plans.pair_counts(predictions.lazy()).collect()
     keys = ["segment", "label", "truth_label", "score"]
     assert from_sql.height > 0
-    assert_frame_equal(from_sql.sort(keys), from_polars.select(from_sql.columns).sort(keys),
-                       check_dtypes=False, rel_tol=1e-12)
+    assert_frames_close(from_sql.sort(keys), from_polars.select(from_sql.columns).sort(keys))
 
 
 # -- tiny adversarial inputs -----------------------------------------------------------------------
@@ -353,3 +352,18 @@ def test_ovo_on_tiny_inputs(frame):
         got = me.evaluate(frame, ["roc_auc_ovo"], task="multiclass", engine=engine,
                           average=["macro", "weighted"])
         assert_same_rows(got, want, [])
+
+
+@pytest.mark.parametrize("bins", [10, 4])
+def test_binned_ranking_metrics_equal_the_oracle_on_binned_scores(engine, bins):
+    """Binned AUC, average precision and break-even, weighted, with every average, are the
+    oracle's exact values on the scores moved down to the grid."""
+    frame = _continuous(33)
+    binned = frame.with_columns(score=pl.Series(_binned(frame["score"].to_numpy(), bins)))
+    averages = ("none", "micro", "macro", "weighted", "macro_std")
+    params = {**DEFAULT_PARAMS, "bins": bins}
+    for metric in ("roc_auc", "average_precision", "break_even"):
+        got = me.evaluate(frame, metric, by="region", engine=engine, average=list(averages),
+                          task="multilabel", bins=bins)
+        want = expected(binned, "multilabel", metric, averages, ["region"], params)
+        assert_same_rows(got, want, ["region"])

@@ -6,12 +6,12 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 import pytest
-from polars.testing import assert_frame_equal
 
 import mleval_sql as me
 from mleval_sql import queries
 from mleval_sql.engines import polars as plans
 from tests.data import make_predictions
+from tests.helpers import assert_frames_close
 
 METRICS = ["coverage_error", "label_ranking_loss", "label_ranking_average_precision",
            "one_error", "precision_at_k", "recall_at_k"]
@@ -28,8 +28,7 @@ def test_sample_ranks_agree_between_engines(task: str, k: int) -> None:
     from_polars = plans.sample_ranks(frame.lazy(), k=k).collect()
     keys = ["segment", "sample"]
     assert from_sql.height == frame["sample"].n_unique()
-    assert_frame_equal(from_sql.sort(keys), from_polars.select(from_sql.columns).sort(keys),
-                       check_dtypes=False, rel_tol=1e-12)
+    assert_frames_close(from_sql.sort(keys), from_polars.select(from_sql.columns).sort(keys))
 
 
 def _values(result: pl.DataFrame, by: list[str]) -> dict[tuple, float | None]:

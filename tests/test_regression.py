@@ -11,7 +11,6 @@ import duckdb
 import numpy as np
 import polars as pl
 import pytest
-from polars.testing import assert_frame_equal
 from sklearn import metrics as skm
 
 import mleval_sql as me
@@ -19,6 +18,7 @@ from mleval_sql import queries
 from mleval_sql.engines import polars as plans
 from mleval_sql.schema import InputError
 from tests.data import make_predictions
+from tests.helpers import assert_frames_close
 
 METRICS = ["mse", "rmse", "mae", "mape", "r2"]
 
@@ -192,7 +192,7 @@ def test_regression_sums_agree_between_engines():
     assert from_sql.columns == ["segment", "label", "weight", "mean_truth", "sse", "sae", "sape",
                                 "sst"]
     assert from_sql.height > 0
-    assert_frame_equal(from_sql, from_polars, check_dtypes=False, rel_tol=1e-12)
+    assert_frames_close(from_sql, from_polars)
 
 
 def test_regression_sums_of_an_integer_truth_column():

@@ -6,12 +6,12 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 import pytest
-from polars.testing import assert_frame_equal
 
 from mleval_sql import queries
 from mleval_sql.engines import polars as plans
 from mleval_sql.registry import STEPS
 from tests.data import make_predictions
+from tests.helpers import assert_frames_close
 
 PARAMS = {"threshold": 0.5}
 KEYS = {"confusion_counts": ["segment", "label"],
@@ -51,5 +51,4 @@ def test_statistics_agree_between_engines(task, chain):
     from_sql = con.sql(f"SELECT * FROM {table}").pl().sort(keys)
     from_polars = relations[table].collect().sort(keys)
     assert from_sql.height > 0
-    assert_frame_equal(from_sql, from_polars.select(from_sql.columns), check_dtypes=False,
-                       rel_tol=1e-12)
+    assert_frames_close(from_sql, from_polars.select(from_sql.columns))

@@ -24,9 +24,10 @@ from mleval_sql import queries
 from mleval_sql.engines import polars as plans
 from mleval_sql.schema import InputError
 from tests.data import make_predictions
-from tests.helpers import assert_same_rows
-from tests.oracle import _segment
+from tests.helpers import assert_frames_close, assert_same_rows
+from tests.oracle import _segment, expected
 from tests.oracle_operating import operating_point
+from tests.test_metrics import DEFAULT_PARAMS
 
 SEEDS = Path(__file__).resolve().parent.parent / "fixtures" / "seeds"
 SWEPT = ["f1", "precision", "recall", "accuracy", "mcc", "specificity", "tp", "hamming_loss"]
@@ -84,7 +85,8 @@ def test_sweep_of_one_threshold_equals_the_threshold_path_exactly(engine):
     common = {"by": ["region"], "task": "multilabel", "engine": engine, "average": "none"}
     swept = me.evaluate(frame, ["tp", "fp", "fn", "tn"], thresholds=[0.5], **common)
     single = me.evaluate(frame, ["tp", "fp", "fn", "tn"], threshold=0.5, **common)
-    assert_frame_equal(swept, single)  # weights are multiples of 0.5: sums are exact
+    # weights are multiples of 0.5: sums are exact
+    assert_frame_equal(swept, single, check_exact=True)
 
 
 # -- the statistics table: sweep_points ------------------------------------------------------
@@ -110,17 +112,15 @@ def test_sweep_points_agree_between_engines_and_with_direct_counts(task):
     from_polars = plans.listed_points(counts.lazy(), thresholds=THRESHOLDS).collect()
     keys = ["segment", "label", "threshold"]
     assert from_sql.height == counts.select("segment", "label").n_unique() * len(THRESHOLDS)
-    assert_frame_equal(from_sql.sort(keys), from_polars.sort(keys).select(from_sql.columns),
-                       check_dtypes=False)
+    assert_frames_close(from_sql.sort(keys), from_polars.sort(keys).select(from_sql.columns))
     score, pos, neg = (pl.col(c) for c in ("score", "pos", "neg"))
     for t in THRESHOLDS:  # the same counts summed directly, threshold by threshold
         direct = counts.group_by("segment", "label").agg(
             tp=pos.filter(score >= t).sum(), fp=neg.filter(score >= t).sum(),
             fn=pos.filter(score < t).sum(), tn=neg.filter(score < t).sum())
         got = from_sql.filter(pl.col("threshold") == t).drop("threshold")
-        assert_frame_equal(got.sort("segment", "label"),
-                           direct.sort("segment", "label").select(got.columns),
-                           check_dtypes=False)
+        assert_frames_close(got.sort("segment", "label"),
+                           direct.sort("segment", "label").select(got.columns))
 
 
 def _operators(node: dict) -> list[dict]:
@@ -290,3 +290,21 @@ def test_sweeps_of_tiny_tables(frame):
         for t in thresholds:
             single = me.evaluate(frame, SWEPT, threshold=t, **common)
             assert_same_rows(swept.filter(pl.col("threshold") == t), single, [], rel=1e-12)
+
+
+@pytest.mark.parametrize(("task", "seed", "by", "weighted", "params"), CASES[::2])
+def test_sweeps_of_every_decision_metric_equal_the_oracle(engine, task, seed, by, weighted,
+                                                          params):
+    """Every decision metric, fbeta (beta 2), jaccard and the counts included, weighted, with
+    every average (macro_std too), at every threshold of a sweep: the oracle's values there."""
+    frame = _frame(task, seed, by, weighted)
+    names = ["tp", "fp", "fn", "tn", "support", "accuracy", "precision", "recall", "f1",
+             "fbeta", "specificity", "jaccard", "mcc"]
+    averages = ("none", "micro", "macro", "weighted", "macro_std")
+    swept = me.evaluate(frame, names, thresholds=THRESHOLDS, by=by, task=task, engine=engine,
+                        average=list(averages), beta=2.0, **params)
+    for t in THRESHOLDS:
+        oracle_params = {**DEFAULT_PARAMS, **params, "threshold": t, "beta": 2.0}
+        want = pl.concat([expected(frame, task, m, averages, by, oracle_params) for m in names],
+                         how="diagonal_relaxed")
+        assert_same_rows(swept.filter(pl.col("threshold") == t), want, by)

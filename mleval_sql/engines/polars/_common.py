@@ -37,9 +37,12 @@ def ratio(numerator: pl.Expr, denominator: pl.Expr, zero_division: float | None)
 
 
 def nan_average(value: pl.Expr, weights: pl.Expr) -> pl.Expr:
-    """Weighted mean skipping null values; the plain mean when the weights sum to 0."""
-    kept = weights.filter(value.is_not_null()).sum()
-    return pl.when(kept == 0).then(value.mean()).otherwise((value * weights).sum() / kept)
+    """Weighted mean skipping null values; the plain mean when the weights sum to 0. The
+    weights are taken as shares of the largest, so that a value times a weight cannot overflow."""
+    largest = weights.max()
+    shares = weights / pl.when(largest > 0).then(largest).otherwise(1.0)
+    kept = shares.filter(value.is_not_null()).sum()
+    return pl.when(kept == 0).then(value.mean()).otherwise((value * shares).sum() / kept)
 
 
 def label_averages(per_label: pl.LazyFrame, support: str) -> pl.LazyFrame:
@@ -54,19 +57,50 @@ def label_averages(per_label: pl.LazyFrame, support: str) -> pl.LazyFrame:
     value = pl.col("value")
     return (per_label.group_by("segment", "metric")
             .agg(macro=value.mean(), weighted=nan_average(value, pl.col(support)),
-                 macro_std=value.std(ddof=0))
+                 macro_std=_spread(value))
             .unpivot(on=["macro", "weighted", "macro_std"], index=["segment", "metric"],
                      variable_name="average", value_name="value"))
 
 
+def _spread(value: pl.Expr) -> pl.Expr:
+    """Population standard deviation, of the values as shares of the largest (squared counts
+    of weights of 1e300 would overflow)."""
+    scale = value.abs().max()
+    return pl.when(scale > 0).then((value / scale).std(ddof=0) * scale).otherwise(
+        value.std(ddof=0))
+
+
 def rate_scores(tp: pl.Expr, fp: pl.Expr, fn: pl.Expr, beta: float,
                 zero_division: float | None) -> dict[str, pl.Expr]:
-    """precision, recall, f1, fbeta and jaccard from counts, as scikit-learn defines them."""
-    b2 = beta * beta
+    """precision, recall, f1, fbeta and jaccard from counts, as scikit-learn defines them.
+
+    F-beta = (1 + b²) tp / ((1 + b²) tp + b² fn + fp) = tp / (tp + fn_share fn + fp_share fp),
+    with shares written so that b² neither under- nor overflows; 0 where tp = 0 < fp + fn.
+
+    >>> counts = pl.DataFrame({"tp": [0.0, 1.0], "fp": [0.0, 1.0], "fn": [1.0, 0.0]})
+    >>> counts.select(**rate_scores(*map(pl.col, ("tp", "fp", "fn")), 1e-200, None))[
+    ...     "fbeta"].to_list()  # a tiny beta: precision
+    [0.0, 0.5]
+    """
+    fn_share, fp_share = fbeta_shares(beta)
     return {
         "precision": ratio(tp, tp + fp, zero_division),
         "recall": ratio(tp, tp + fn, zero_division),
         "f1": ratio(2 * tp, 2 * tp + fn + fp, zero_division),
-        "fbeta": ratio((1 + b2) * tp, (1 + b2) * tp + b2 * fn + fp, zero_division),
+        "fbeta": pl.when(tp + fp + fn == 0).then(pl.lit(zero_division, dtype=pl.Float64))
+                 .when(tp == 0).then(0.0)
+                 .otherwise(tp / (tp + fn_share * fn + fp_share * fp)),
         "jaccard": ratio(tp, tp + fp + fn, zero_division),
     }
+
+
+def fbeta_shares(beta: float) -> tuple[float, float]:
+    """(b² / (1 + b²), 1 / (1 + b²)) without b² under- or overflowing.
+
+    >>> fbeta_shares(1.0), fbeta_shares(1e-200), fbeta_shares(1e200)
+    ((0.5, 0.5), (0.0, 1.0), (1.0, 0.0))
+    """
+    if beta > 1:
+        inverse = (1 / beta) * (1 / beta)
+        return 1 / (1 + inverse), inverse / (1 + inverse)
+    return beta * beta / (1 + beta * beta), 1 / (1 + beta * beta)

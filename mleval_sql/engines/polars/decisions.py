@@ -36,13 +36,19 @@ def decision_metrics(confusion_counts: pl.LazyFrame, *, beta: float,
                         micro.with_columns(average=pl.lit("micro"))], how="diagonal")
 
     tp, fp, fn, tn = (pl.col(c) for c in ("tp", "fp", "fn", "tn"))
-    marginals = (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)
+    total = tp + fp + fn + tn
+    # MCC from the counts as shares of the total: no product of counts under- or overflows
+    share = {c: pl.col(c) / total for c in ("tp", "fp", "fn", "tn")}
+    degenerate = (tp + fp == 0) | (tp + fn == 0) | (tn + fp == 0) | (tn + fn == 0)
+    mcc = ((share["tp"] * share["tn"] - share["fp"] * share["fn"])
+           / ((share["tp"] + share["fp"]) * (share["tp"] + share["fn"])).sqrt()
+           / ((share["tn"] + share["fp"]) * (share["tn"] + share["fn"])).sqrt())
     scores = counts.with_columns(
         support=tp + fn,
         label_support=tp + fn,
-        accuracy=(tp + tn) / pl.when(tp + fp + fn + tn != 0).then(tp + fp + fn + tn),
+        accuracy=(tp + tn) / pl.when(total != 0).then(total),
         specificity=ratio(tn, tn + fp, zero_division),
-        mcc=pl.when(marginals == 0).then(0.0).otherwise((tp * tn - fp * fn) / marginals.sqrt()),
+        mcc=pl.when(degenerate).then(0.0).otherwise(mcc),
         **rate_scores(tp, fp, fn, beta, zero_division),
     )
     long = scores.unpivot(on=list(LABEL_METRICS), index=["segment", "average", "label",

@@ -28,40 +28,51 @@ def argmax_matrix(predictions: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def matrix_counts(confusion_matrix: pl.LazyFrame) -> pl.LazyFrame:
-    """One-vs-rest tp, fp, fn, tn per class from the confusion matrix."""
-    hit = pl.when(pl.col("truth_label") == pl.col("predicted_label")).then(weight).otherwise(0.0)
-    marginals = pl.concat([
-        confusion_matrix.select("segment", label="truth_label", n_true=weight,
-                                n_pred=pl.lit(0.0), n_hit=hit),
-        confusion_matrix.select("segment", label="predicted_label", n_true=pl.lit(0.0),
-                                n_pred=weight, n_hit=pl.lit(0.0)),
-    ]).group_by("segment", "label").agg(pl.col("n_true", "n_pred", "n_hit").sum())
-    n_true, n_pred, n_hit = pl.col("n_true"), pl.col("n_pred"), pl.col("n_hit")
-    return marginals.select(
-        "segment", "label", tp=n_hit, fp=n_pred - n_hit, fn=n_true - n_hit,
-        tn=n_true.sum().over("segment") - n_hit - (n_pred - n_hit) - (n_true - n_hit))
+    """One-vs-rest tp, fp, fn, tn per class from the confusion matrix, each a sum of its own
+    cells' weights (a difference of sums would cancel a small weight next to a large one)."""
+    hit = pl.col("truth_label") == pl.col("predicted_label")
+    on_diagonal = pl.when(hit).then(weight).otherwise(0.0)
+    off_diagonal = pl.when(hit).then(0.0).otherwise(weight)
+    counts = pl.concat([
+        confusion_matrix.select("segment", label="truth_label", tp=on_diagonal,
+                                fp=pl.lit(0.0), fn=off_diagonal),
+        confusion_matrix.select("segment", label="predicted_label", tp=pl.lit(0.0),
+                                fp=off_diagonal, fn=pl.lit(0.0)),
+    ]).group_by("segment", "label").agg(pl.col("tp", "fp", "fn").sum())
+    negatives = (counts.select("segment", "label")
+                 .join(confusion_matrix, on="segment", nulls_equal=True)
+                 .filter((pl.col("truth_label") != _label) & (pl.col("predicted_label") != _label))
+                 .group_by("segment", "label").agg(tn=weight.sum()))
+    return counts.join(negatives, on=["segment", "label"], how="left", nulls_equal=True
+                       ).with_columns(pl.col("tn").fill_null(0.0))
 
 
 def multiclass_metrics(confusion_matrix: pl.LazyFrame,
                        confusion_counts: pl.LazyFrame) -> pl.LazyFrame:
     """accuracy, hamming_loss, balanced_accuracy, mcc, cohen_kappa and the confusion matrix."""
     tp, fp, fn = pl.col("tp"), pl.col("fp"), pl.col("fn")
+    # every product of counts is taken of shares of the segment's weight n, so that none under-
+    # or overflows (weights of 1e-300 or 1e300 give the same values as weights of 1)
+    n = (tp + fn).sum().over("segment")
+    nonzero_n = pl.when(n != 0).then(n)
+    true_share, pred_share = (tp + fn) / nonzero_n, (tp + fp) / nonzero_n
     t = confusion_counts.group_by("segment").agg(
-        n=(tp + fn).sum(), hits=tp.sum(), chance_hits=((tp + fn) * (tp + fp)).sum(),
-        true_square=((tp + fn) ** 2).sum(), pred_square=((tp + fp) ** 2).sum(),
+        n=n.first(), accuracy=tp.sum() / nonzero_n.first(), errors=fn.sum() / nonzero_n.first(),
+        chance=(true_share * pred_share).sum(),
+        true_square=(true_share * true_share).sum(), pred_square=(pred_share * pred_share).sum(),
+        one_class=((tp + fp > 0).sum() <= 1) | ((tp + fn > 0).sum() <= 1),
         balanced_accuracy=(tp / (tp + fn)).filter(tp + fn > 0).mean(),
     )
-    n, hits, chance = pl.col("n"), pl.col("hits"), pl.col("chance_hits")
-    nonzero_n = pl.when(n != 0).then(n)
-    mcc_den = (n * n - pl.col("pred_square")) * (n * n - pl.col("true_square"))
-    kappa_den = n - chance / nonzero_n
+    accuracy, errors, chance = pl.col("accuracy"), pl.col("errors"), pl.col("chance")
+    mcc_den = (1 - pl.col("pred_square")) * (1 - pl.col("true_square"))
     scores = t.select(
         "segment",
-        accuracy=hits / nonzero_n,
-        hamming_loss=(n - hits) / nonzero_n,
+        accuracy=accuracy,
+        hamming_loss=errors,
         balanced_accuracy="balanced_accuracy",
-        mcc=pl.when(mcc_den == 0).then(0.0).otherwise((hits * n - chance) / mcc_den.sqrt()),
-        cohen_kappa=1 - (n - hits) / pl.when(kappa_den != 0).then(kappa_den),
+        mcc=pl.when((pl.col("n") == 0) | pl.col("one_class")).then(0.0)
+        .otherwise((accuracy - chance) / mcc_den.sqrt()),
+        cohen_kappa=1 - errors / pl.when(chance != 1).then(1 - chance),
     ).unpivot(index="segment", variable_name="metric", value_name="value")
     labels = confusion_counts.select("segment", "label")
     matrix = (labels.join(labels.rename({"label": "predicted"}), on="segment", nulls_equal=True)

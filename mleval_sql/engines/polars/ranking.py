@@ -117,12 +117,12 @@ def _curve_values(points: pl.LazyFrame, keys: list[str], max_fpr: float | None) 
     tp, fp, tp0, fp0, pos, neg, p, n = (
         pl.col(c) for c in ("tp", "fp", "tp0", "fp0", "pos", "neg", "p", "n"))
     big_p, big_n = tp.max(), fp.max()
-    if max_fpr is None or max_fpr >= 1:
-        auc = (neg * (tp + tp0)).sum() / (2 * big_p * big_n)
+    tpr, tpr0 = tp / p, tp0 / p
+    fpr, fpr0 = fp / n, fp0 / n
+    if max_fpr is None or max_fpr >= 1:  # from rates: neg * tp would under- or overflow
+        auc = (neg / n * (tpr + tpr0)).sum() / 2
     else:  # the curve interpolated at max_fpr, then McClish's correction, as scikit-learn
         m = max_fpr
-        tpr, tpr0 = tp / p, tp0 / p
-        fpr, fpr0 = fp / n, fp0 / n
         partial = (pl.when(fpr <= m).then(neg / n * (tpr + tpr0) / 2)
                    .when(fpr0 <= m).then(  # the block crossing max_fpr, cut there
                        neg / (fp - fp0) * (m - fpr0)
@@ -220,9 +220,10 @@ def _directed_auc(pair_counts: pl.LazyFrame, classes: pl.LazyFrame) -> pl.LazyFr
     pos, neg = pl.col("pos"), pl.col("neg")
     ranked = directed.sort(*keys, "score", descending=[False, False, False, True]).with_columns(
         neg_below=neg.cum_sum(reverse=True).shift(-1, fill_value=0.0).over(keys))
+    # as shares of P and N: a product of weights (pos * neg) would under- or overflow
     return ranked.group_by(*keys).agg(
-        wins=(pos * (pl.col("neg_below") + neg / 2)).sum(), pairs=pos.sum() * neg.sum(),
-    ).select(*keys, auc=pl.when(pl.col("pairs") != 0).then(pl.col("wins") / pl.col("pairs")))
+        auc=pl.when((pos.sum() != 0) & (neg.sum() != 0))
+        .then((pos / pos.sum() * ((pl.col("neg_below") + neg / 2) / neg.sum())).sum()))
 
 
 def ovo_metrics(pair_counts: pl.LazyFrame) -> pl.LazyFrame:

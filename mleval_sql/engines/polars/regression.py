@@ -23,16 +23,20 @@ def regression_sums(predictions: pl.LazyFrame) -> pl.LazyFrame:
     y = pl.col("truth").cast(pl.Float64)
     error = pl.col("score") - y
     total = weight.sum()
-    mean = (weight * y).sum() / pl.when(total != 0).then(total)
+    # truths shifted by one of the output's own (the smallest) first: a large common offset
+    # (1e12 + noise) cancels exactly before anything is summed
+    origin = y.min()
+    shifted = y - origin
+    shifted_mean = (weight * shifted).sum() / pl.when(total != 0).then(total)
     # around the mean computed first: sum(w y²) - sum(w y)² / sum(w) would cancel catastrophically
-    deviation = y - mean
-    positive = y.filter(weight > 0)
+    deviation = shifted - shifted_mean
+    positive = shifted.filter(weight > 0)
     sst = (pl.when(total == 0).then(None)
            .when(positive.min() == positive.max()).then(0.0)  # constant truth: exactly 0
            .otherwise((weight * (deviation * deviation)).sum()))
     return predictions.group_by(*_KEYS).agg(
         weight=total,
-        mean_truth=mean,
+        mean_truth=origin + shifted_mean,
         sse=(weight * (error * error)).sum(),
         sae=(weight * error.abs()).sum(),
         sape=(weight * (error.abs() / pl.max_horizontal(y.abs(), pl.lit(EPS)))).sum(),
