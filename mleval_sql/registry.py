@@ -38,9 +38,10 @@ STEPS: dict[str, Step] = {s.name: s for s in (
     Step("sample_metrics", ("sample_counts",), None, ("beta", "zero_division")),
     Step("true_ranks", ("predictions",), "true_ranks"),
     Step("top_k_metrics", ("true_ranks",), None, ("k",)),
-    # ranking across samples, per label: one sorted pass over weight per distinct score
+    # ranking across samples, per label: the curve from one sorted pass (ranked_points); threshold
+    # sweeps from the weight per distinct score (score_counts)
     Step("score_counts", ("predictions",), "score_counts", ("bins",)),
-    Step("distinct_points", ("score_counts",), "curve_points"),
+    Step("ranked_points", ("predictions",), "curve_points", ("bins",)),
     Step("ranking_metrics", ("curve_points",), None, ("max_fpr", "micro")),
     Step("operating_points", ("curve_points",), None, ("min_recall", "min_precision")),
     Step("curve_rates", ("curve_points",), None, ("kind", "drop_intermediate")),
@@ -91,7 +92,7 @@ MULTICLASS = Family("multiclass", "multiclass_metrics",
                     {"multiclass": ("argmax_matrix", "matrix_counts")})
 SAMPLES = Family("samples", "sample_metrics", {"multilabel": ("sample_counts",)})
 TOP_K = Family("top_k", "top_k_metrics", {"multiclass": ("true_ranks",)})
-_CURVE = ("score_counts", "distinct_points")
+_CURVE = ("ranked_points",)
 _SCORED = ("binary", "multilabel", "multiclass")
 RANKING = Family("ranking", "ranking_metrics", dict.fromkeys(_SCORED, _CURVE), LABEL_AVERAGES)
 OPERATING = Family("operating", "operating_points", dict.fromkeys(_SCORED, _CURVE),

@@ -13,10 +13,11 @@ from mleval_sql.engines import polars as plans
 from mleval_sql.registry import STEPS
 from tests.data import make_predictions
 
-PARAMS = {"threshold": 0.5}
+PARAMS = {"threshold": 0.5, "bins": None}
 KEYS = {"confusion_counts": ["segment", "label"],
         "confusion_matrix": ["segment", "truth_label", "predicted_label"],
-        "sample_counts": ["segment", "sample"], "true_ranks": ["segment", "sample"]}
+        "sample_counts": ["segment", "sample"], "true_ranks": ["segment", "sample"],
+        "curve_points": ["segment", "label", "threshold"]}
 
 
 def _predictions(task: str) -> pl.DataFrame:
@@ -31,6 +32,7 @@ def _chains():
     yield pytest.param("multiclass", ["argmax_matrix"], id="argmax_matrix")
     yield pytest.param("multiclass", ["true_ranks"], id="true_ranks")
     yield pytest.param("multilabel", ["sample_counts"], id="sample_counts")
+    yield pytest.param("multilabel", ["ranked_points"], id="ranked_points")
 
 
 @pytest.mark.parametrize(("task", "chain"), list(_chains()))

@@ -17,55 +17,82 @@ from mleval_sql.engines.polars._common import (
     weight,
 )
 
-__all__ = ["curve_rates", "distinct_points", "ovo_metrics", "pair_counts", "ranking_metrics",
+__all__ = ["curve_rates", "ovo_metrics", "pair_counts", "ranked_points", "ranking_metrics",
            "score_counts"]
 
 _KEYS = ("segment", "label")
 
 
+def _gridded(bins: int | None) -> pl.Expr:
+    """The score, or with ``bins`` the largest k/bins <= score, exactly."""
+    score = pl.col("score")
+    if bins is None:
+        return score
+    # polars divides by a literal through its reciprocal (6 / 10 -> 0.6000000000000001);
+    # a divisor computed from the data keeps each k / bins correctly rounded, as in SQL
+    n = score * 0.0 + bins
+    k = (score * bins).floor()
+    return (pl.when((k + 1) / n <= score).then((k + 1) / n)
+            .when(k / n > score).then((k - 1) / n)
+            .otherwise(k / n))
+
+
 def score_counts(predictions: pl.LazyFrame, *, bins: int | None) -> pl.LazyFrame:
     """Weight of true (pos) and false (neg) rows per (segment, label, distinct score)."""
-    score = pl.col("score")
-    if bins is not None:  # the largest k/bins <= score, exactly
-        # polars divides by a literal through its reciprocal (6 / 10 -> 0.6000000000000001);
-        # a divisor computed from the data keeps each k / bins correctly rounded, as in SQL
-        n = score * 0.0 + bins
-        k = (score * bins).floor()
-        score = (pl.when((k + 1) / n <= score).then((k + 1) / n)
-                 .when(k / n > score).then((k - 1) / n)
-                 .otherwise(k / n))
     # weights split first, then plain sums: a filter inside the aggregation makes polars keep
     # each group's row indices (12.5M distinct scores: 2.35 -> 1.96 GiB, 2.8 -> 1.8 s)
     split = predictions.select(
-        *_KEYS, score.alias("score"),
+        *_KEYS, score=_gridded(bins),
         pos=pl.when(truth).then(weight).otherwise(0.0),
         neg=pl.when(truth).then(0.0).otherwise(weight),
     )
     return group_by_few(split, [*_KEYS, "score"], _KEYS, pl.col("pos").sum(), pl.col("neg").sum())
 
 
-def distinct_points(score_counts: pl.LazyFrame) -> pl.LazyFrame:
+def ranked_points(predictions: pl.LazyFrame, *, bins: int | None) -> pl.LazyFrame:
     """tp, fp, fn, tn at every distinct score as threshold, plus the origin at +inf, and the
-    weight (pos, neg) at that score: one sort by score, running sums per label."""
-    pos, neg = pl.col("pos"), pl.col("neg")
-    weighted = score_counts.filter(pos + neg > 0)  # as scikit-learn: zero-weight rows make no point
-    origins = score_counts.select(*_KEYS).unique().with_columns(
-        score=pl.lit(float("inf")), pos=pl.lit(0.0), neg=pl.lit(0.0))
+    weight (pos, neg) at that score: one sort by score, running sums per label, and a row ends
+    its block of tied scores where the label's next row has another score (no aggregation over
+    distinct scores). Mirrors queries/ranked_points.sql."""
+    score, pos, neg = pl.col("score"), pl.col("pos"), pl.col("neg")
     tp, fp = pos.cum_sum(), neg.cum_sum()
-    # scores are distinct within a label, so sorting by score alone orders every label's rows;
-    # fn = P - tp with P the last running sum (scikit-learn's tps[-1] - tps): 0 once no positive
-    # weight is left; abs() turns the -0.0 of polars' scalar - column (-(column - scalar)) to 0.0
-    return pl.concat([origins, weighted.select(*_KEYS, "score", "pos", "neg")]).sort(
-        "score", descending=True).select(
-        *_KEYS,
-        threshold="score",
+    # segment and label as Categorical through the sort (4 bytes a row instead of 16); scores
+    # alone are sorted, and each label's rows keep that order inside .over()
+    schema = predictions.collect_schema()
+    text = [k for k in _KEYS if schema[k] == pl.String]
+    rows = predictions.select(
+        *(pl.col(k).cast(pl.Categorical) if k in text else pl.col(k) for k in _KEYS),
+        score=_gridded(bins), pos=pl.when(truth).then(weight).otherwise(0.0),
+        neg=pl.when(truth).then(0.0).otherwise(weight),
+    )
+    ranked = rows.sort("score", descending=True).with_columns(
         tp=tp.over(_KEYS),
         fp=fp.over(_KEYS),
-        fn=(tp.last() - tp).abs().over(_KEYS),
-        tn=(fp.last() - fp).abs().over(_KEYS),
-        pos=pos,
-        neg=neg,
+        first=score.shift(1).over(_KEYS).is_null(),
+        first_tied=(score != score.shift(1)).fill_null(True).over(_KEYS),
+        last_tied=(score != score.shift(-1)).fill_null(True).over(_KEYS),
+        # fn = P - tp with P the last running sum: exactly 0 once no positive weight is left
+        p=tp.last().over(_KEYS),
+        n=fp.last().over(_KEYS),
     )
+    first_tied = pl.col("first_tied")
+    tp, fp = pl.col("tp"), pl.col("fp")
+    # a block of several tied rows: its weight is its end minus what lay above its first row
+    above = ranked.with_columns(
+        tp_above=pl.when(first_tied).then(tp - pos).forward_fill().over(_KEYS),
+        fp_above=pl.when(first_tied).then(fp - neg).forward_fill().over(_KEYS),
+    )
+    # abs() turns the -0.0 of an exact difference of equals to 0.0
+    points = above.filter(pl.col("last_tied")).select(
+        *_KEYS, threshold="score", tp="tp", fp="fp",
+        fn=(pl.col("p") - tp).abs(), tn=(pl.col("n") - fp).abs(),
+        pos=pl.when(first_tied).then(pos).otherwise(tp - pl.col("tp_above")),
+        neg=pl.when(first_tied).then(neg).otherwise(fp - pl.col("fp_above")),
+    ).filter(pl.col("pos") + pl.col("neg") > 0)  # zero-weight rows make no point
+    origins = ranked.filter(pl.col("first")).select(
+        *_KEYS, threshold=pl.lit(float("inf")), tp=pl.lit(0.0), fp=pl.lit(0.0), fn="p", tn="n",
+        pos=pl.lit(0.0), neg=pl.lit(0.0))
+    return pl.concat([origins, points]).with_columns(pl.col(text).cast(pl.String))
 
 
 # -- ranking metrics per label (queries/ranking_metrics.sql) -------------------------------------
