@@ -1,7 +1,7 @@
 """Ranking across samples, per label: weight per distinct score, curves and ranking metrics,
 and the multiclass one-vs-one AUC.
 
-Mirrors queries/score_counts.sql, distinct_points.sql, ranking_metrics.sql, curve_rates.sql,
+Mirrors queries/score_counts.sql, ranked_points.sql, ranking_metrics.sql, curve_rates.sql,
 pair_counts.sql and ovo_metrics.sql.
 """
 
@@ -143,29 +143,31 @@ def _curve_values(points: pl.LazyFrame, keys: list[str], max_fpr: float | None) 
     to a row (its block leads from (tp0, fp0) to (tp, fp)), so each is one sum per curve."""
     tp, fp, tp0, fp0, pos, neg, p, n = (
         pl.col(c) for c in ("tp", "fp", "tp0", "fp0", "pos", "neg", "p", "n"))
-    big_p, big_n = tp.max(), fp.max()
+    # every term from rates (tp / P, fp / N), never a product of raw weight sums: scaling every
+    # weight by any positive factor changes nothing (P * N overflows at weights of 1e300)
+    big_p, big_n = p.max(), n.max()
+    tpr, tpr0 = tp / p, tp0 / p
+    fpr, fpr0 = fp / n, fp0 / n
     if max_fpr is None or max_fpr >= 1:
-        auc = (neg * (tp + tp0)).sum() / (2 * big_p * big_n)
+        auc = (neg / n * (tpr + tpr0) / 2).sum()
     else:  # the curve interpolated at max_fpr, then McClish's correction, as scikit-learn
         m = max_fpr
-        tpr, tpr0 = tp / p, tp0 / p
-        fpr, fpr0 = fp / n, fp0 / n
         partial = (pl.when(fpr <= m).then(neg / n * (tpr + tpr0) / 2)
                    .when(fpr0 <= m).then(  # the block crossing max_fpr, cut there
                        neg / (fp - fp0) * (m - fpr0)
                        * (2 * tpr0 + (tpr - tpr0) * (m - fpr0) / (fpr - fpr0)) / 2)
                    .otherwise(0.0)).sum()
         auc = 0.5 * (1 + _divide(partial - m * m / 2, m - m * m / 2, big_p))
-    step = pl.when(pos > 0).then(pos * (tp / (tp + fp))).sum()
-    # the row's positive weight among the first P predicted: all of it in blocks that end by P,
-    # none past P, the share (P - n_before) / n_block in the block that crosses P
+    step = pl.when(pos > 0).then(pos / p * (tp / (tp + fp))).sum()
+    # the row's share of positive weight among the first P predicted: all of it in blocks that
+    # end by P, none past P, the share (P - n_before) / n_block in the block that crosses P
     within = pl.when((pos > 0) & (tp + fp > tp0 + fp0)).then(
-        pos * ((p - (tp0 + fp0)) / ((tp + fp) - (tp0 + fp0))).clip(0.0, 1.0)).sum()
+        pos / p * ((p - (tp0 + fp0)) / ((tp + fp) - (tp0 + fp0))).clip(0.0, 1.0)).sum()
     return points.group_by(*keys).agg(
         support=big_p,
         roc_auc=pl.when((big_p > 0) & (big_n > 0)).then(auc),
-        average_precision=pl.when(big_p > 0).then(step / big_p),
-        break_even=pl.when(big_p > 0).then(within / big_p),
+        average_precision=pl.when(big_p > 0).then(step),
+        break_even=pl.when(big_p > 0).then(within),
     )
 
 
