@@ -24,6 +24,7 @@ from mleval_sql.registry import (
     AVERAGES,
     CURVES,
     DECISIONS,
+    FUSED,
     METRICS,
     SAMPLES,
     STEPS,
@@ -64,7 +65,11 @@ class _Plan:
         ordered: dict[str, None] = {}
         for family in self.families.values():
             ordered.update(dict.fromkeys(family.steps(self.task)))
-        return list(ordered)
+        fused: dict[str, None] = {}
+        for step in ordered:  # a statistic another step's pass also gives is read off that
+            instead = FUSED.get(step, (step,))
+            fused.update(dict.fromkeys(instead if instead[0] in ordered else (step,)))
+        return list(fused)
 
 
 def evaluate(

@@ -42,6 +42,7 @@ STEPS: dict[str, Step] = {s.name: s for s in (
     # sweeps from the weight per distinct score (score_counts)
     Step("score_counts", ("predictions",), "score_counts", ("bins",)),
     Step("ranked_points", ("predictions",), "curve_points", ("bins",)),
+    Step("curve_counts", ("curve_points",), "confusion_counts", ("threshold",)),
     Step("ranking_metrics", ("curve_points",), None, ("max_fpr", "micro")),
     Step("operating_points", ("curve_points",), None, ("min_recall", "min_precision")),
     Step("curve_rates", ("curve_points",), None, ("kind", "drop_intermediate")),
@@ -117,6 +118,10 @@ REGRESSION = Family("regression", "regression_metrics", {"regression": ("regress
                     ("none", "macro", "variance_weighted"))
 FAMILIES = (DECISIONS, MULTICLASS, SAMPLES, TOP_K, RANKING, OPERATING, SWEEP, OVO,
             LABEL_RANKING, PROBABILITY, PROBABILITY_MULTICLASS, CALIBRATION, REGRESSION)
+
+#: Statistics read off another family's when both are asked: with the curve in a request, the
+#: decision counts at the threshold come from its sorted pass, not from a scan of their own.
+FUSED: dict[str, tuple[str, ...]] = {"threshold_counts": ("ranked_points", "curve_counts")}
 
 #: Curves (``me.curve``): the steps of each kind; "sweep" is decision metrics at thresholds.
 CURVES: dict[str, tuple[str, ...]] = {

@@ -33,6 +33,7 @@ def _chains():
     yield pytest.param("multiclass", ["true_ranks"], id="true_ranks")
     yield pytest.param("multilabel", ["sample_counts"], id="sample_counts")
     yield pytest.param("multilabel", ["ranked_points"], id="ranked_points")
+    yield pytest.param("binary", ["ranked_points", "curve_counts"], id="curve_counts")
 
 
 @pytest.mark.parametrize(("task", "chain"), list(_chains()))
@@ -55,3 +56,18 @@ def test_statistics_agree_between_engines(task, chain):
     assert from_sql.height > 0
     assert_frame_equal(from_sql, from_polars.select(from_sql.columns), check_dtypes=False,
                        rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("threshold", [0.5, 0.45, 0.0, 2.0])
+@pytest.mark.parametrize("task", ["binary", "multilabel"])
+def test_counts_read_off_the_curve_equal_counts_of_their_own(task, threshold):
+    # a request for ranking and decision metrics reads its confusion counts off the curve
+    predictions = _predictions(task)
+    con = duckdb.connect()
+    con.register("predictions", predictions)
+    con.execute(f"CREATE TABLE curve_points AS {queries.load('ranked_points')}", {"bins": None})
+    at = {"threshold": threshold}
+    fused = con.sql(queries.load("curve_counts"), params=at).pl().sort("segment", "label")
+    own = con.sql(queries.load("threshold_counts"), params=at).pl().sort("segment", "label")
+    assert fused.height == own.height > 0
+    assert_frame_equal(fused, own, check_dtypes=False, rel_tol=1e-12, abs_tol=1e-12)

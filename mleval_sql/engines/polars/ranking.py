@@ -17,7 +17,7 @@ from mleval_sql.engines.polars._common import (
     weight,
 )
 
-__all__ = ["curve_rates", "ovo_metrics", "pair_counts", "ranked_points", "ranking_metrics",
+__all__ = ["curve_counts", "curve_rates", "ovo_metrics", "pair_counts", "ranked_points", "ranking_metrics",
            "score_counts"]
 
 _KEYS = ("segment", "label")
@@ -93,6 +93,21 @@ def ranked_points(predictions: pl.LazyFrame, *, bins: int | None) -> pl.LazyFram
         *_KEYS, threshold=pl.lit(float("inf")), tp=pl.lit(0.0), fp=pl.lit(0.0), fn="p", tn="n",
         pos=pl.lit(0.0), neg=pl.lit(0.0))
     return pl.concat([origins, points]).with_columns(pl.col(text).cast(pl.String))
+
+
+def curve_counts(curve_points: pl.LazyFrame, *, threshold: float) -> pl.LazyFrame:
+    """Weighted tp, fp, fn, tn per (segment, label) at ``threshold``, read off the curve table
+    (the blocks of tied scores at or above it are predicted positive): the decision counts of a
+    request that also ranks, from the same sorted pass."""
+    above = pl.col("threshold") >= threshold
+    pos, neg = pl.col("pos"), pl.col("neg")
+    # when/then rather than a filter inside the aggregation, which keeps each group's row indices
+    return curve_points.group_by(*_KEYS).agg(
+        tp=pl.when(above).then(pos).otherwise(0.0).sum(),
+        fp=pl.when(above).then(neg).otherwise(0.0).sum(),
+        fn=pl.when(above).then(0.0).otherwise(pos).sum(),
+        tn=pl.when(above).then(0.0).otherwise(neg).sum(),
+    )
 
 
 # -- ranking metrics per label (queries/ranking_metrics.sql) -------------------------------------
