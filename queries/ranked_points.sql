@@ -8,10 +8,11 @@
 --   A block's own weight (pos, neg) is the row's own for a block of one row; for a block of
 --   several, its end minus what lay above its first row. Blocks with no weight (only zero-weight
 --   rows) make no point, as scikit-learn drops zero-weight samples from its curves. Each label's
---   totals P, N come from the same partition: fn = P - tp and tn = N - fp, set to exactly 0 at
---   and below the lowest score with positive (negative) weight, where a window's sums added in
---   another order could leave a rounding residue.
---   Portable SQL: window sums, lag and lead, a join on the few multi-row blocks.
+--   totals P, N are its counts at the lowest score (one small GROUP BY over the blocks, cheaper
+--   than whole-partition windows): fn = P - tp and tn = N - fp, set to exactly 0 at and below
+--   the lowest score with positive (negative) weight, where a window's sums added in another
+--   order could leave a rounding residue.
+--   Portable SQL: one window (running sums, lag, lead), a join on the few multi-row blocks.
 -- Reads:  predictions(sample, label, score, truth, weight, segment)
 -- Params: $bins (NULL: every distinct score, exact; N: each score first moved down to the grid
 --         0, 1/N, 2/N, ..., to the largest k/N <= score, exactly)
@@ -41,16 +42,13 @@ ranked AS (
         segment, label, score, pos, neg,
         sum(pos) OVER running AS tp,
         sum(neg) OVER running AS fp,
-        lag(score) OVER running AS previous_score,
-        lead(score) OVER running AS next_score,
-        sum(pos) OVER curve AS p,
-        sum(neg) OVER curve AS n,
-        min(CASE WHEN pos > 0 THEN score END) OVER curve AS lowest_pos,
-        min(CASE WHEN neg > 0 THEN score END) OVER curve AS lowest_neg
+        lag(score) OVER ordered AS previous_score,
+        lead(score) OVER ordered AS next_score
     FROM scored
     WINDOW
-        running AS (PARTITION BY segment, label ORDER BY score DESC ROWS UNBOUNDED PRECEDING),
-        curve AS (PARTITION BY segment, label)
+        -- one sort serves both (same partition and order); lag and lead take no frame
+        ordered AS (PARTITION BY segment, label ORDER BY score DESC),
+        running AS (PARTITION BY segment, label ORDER BY score DESC ROWS UNBOUNDED PRECEDING)
 ),
 marked AS (
     SELECT
@@ -72,8 +70,6 @@ blocks AS (
         ends.score AS threshold,
         ends.tp,
         ends.fp,
-        CASE WHEN ends.score > ends.lowest_pos THEN ends.p - ends.tp ELSE 0.0 END AS fn,
-        CASE WHEN ends.score > ends.lowest_neg THEN ends.n - ends.fp ELSE 0.0 END AS tn,
         CASE WHEN ends.first_tied THEN ends.pos ELSE ends.tp - above.tp_above END AS pos,
         CASE WHEN ends.first_tied THEN ends.neg ELSE ends.fp - above.fp_above END AS neg
     FROM marked AS ends
@@ -83,11 +79,34 @@ blocks AS (
         AND above.label = ends.label
         AND above.score = ends.score
     WHERE ends.last_tied
+),
+totals AS (
+    -- P and N: the counts at the lowest score (every block, zero-weight ones included, keeps
+    -- the label), and the lowest scores with positive and with negative weight
+    SELECT
+        segment,
+        label,
+        max(tp) AS p,
+        max(fp) AS n,
+        min(threshold) FILTER (WHERE pos > 0) AS lowest_pos,
+        min(threshold) FILTER (WHERE neg > 0) AS lowest_neg
+    FROM blocks
+    GROUP BY segment, label
 )
-SELECT segment, label, threshold, tp, fp, fn, tn, pos, neg
+SELECT
+    blocks.segment,
+    blocks.label,
+    blocks.threshold,
+    blocks.tp,
+    blocks.fp,
+    CASE WHEN blocks.threshold > totals.lowest_pos THEN totals.p - blocks.tp ELSE 0.0 END AS fn,
+    CASE WHEN blocks.threshold > totals.lowest_neg THEN totals.n - blocks.fp ELSE 0.0 END AS tn,
+    blocks.pos,
+    blocks.neg
 FROM blocks
-WHERE pos + neg > 0
+JOIN totals
+    ON totals.segment IS NOT DISTINCT FROM blocks.segment AND totals.label = blocks.label
+WHERE blocks.pos + blocks.neg > 0
 UNION ALL
 SELECT segment, label, CAST('inf' AS DOUBLE), 0.0, 0.0, p, n, 0.0, 0.0
-FROM marked
-WHERE previous_score IS NULL
+FROM totals
