@@ -54,45 +54,38 @@ def ranked_points(predictions: pl.LazyFrame, *, bins: int | None) -> pl.LazyFram
     weight (pos, neg) at that score: one sort by score, running sums per label, and a row ends
     its block of tied scores where the label's next row has another score (no aggregation over
     distinct scores). Mirrors queries/ranked_points.sql."""
-    score, pos, neg = pl.col("score"), pl.col("pos"), pl.col("neg")
-    tp, fp = pos.cum_sum(), neg.cum_sum()
+    score, pos, neg, tp, fp = (pl.col(c) for c in ("score", "pos", "neg", "tp", "fp"))
     # segment and label as Categorical through the sort (4 bytes a row instead of 16); scores
-    # alone are sorted, and each label's rows keep that order inside .over()
+    # alone are sorted (faster than by label and score), and each label's rows keep that order
+    # inside .over()
     schema = predictions.collect_schema()
     text = [k for k in _KEYS if schema[k] == pl.String]
+    keys = [pl.col(k).cast(pl.Categorical) if k in text else pl.col(k) for k in _KEYS]
     rows = predictions.select(
-        *(pl.col(k).cast(pl.Categorical) if k in text else pl.col(k) for k in _KEYS),
-        score=_gridded(bins), pos=pl.when(truth).then(weight).otherwise(0.0),
-        neg=pl.when(truth).then(0.0).otherwise(weight),
-    )
-    ranked = rows.sort("score", descending=True).with_columns(
-        tp=tp.over(_KEYS),
-        fp=fp.over(_KEYS),
-        first=score.shift(1).over(_KEYS).is_null(),
-        first_tied=(score != score.shift(1)).fill_null(True).over(_KEYS),
+        *keys, score=_gridded(bins), pos=pl.when(truth).then(weight).otherwise(0.0),
+        neg=pl.when(truth).then(0.0).otherwise(weight))
+    # each label's origin as a row of no weight at +inf: it sorts first, and the running sums
+    # give it tp = fp = 0 and fn = P, tn = N like any other point (no second pass over the rows)
+    origins = predictions.select(*keys).unique().with_columns(
+        score=pl.lit(float("inf")), pos=pl.lit(0.0), neg=pl.lit(0.0))
+    ends = pl.concat([origins, rows]).sort("score", descending=True).with_columns(
+        tp=pos.cum_sum().over(_KEYS),
+        fp=neg.cum_sum().over(_KEYS),
+        alone=((score != score.shift(1)).fill_null(True)  # the block's first row
+               & (score != score.shift(-1)).fill_null(True)).over(_KEYS),
         last_tied=(score != score.shift(-1)).fill_null(True).over(_KEYS),
-        # fn = P - tp with P the last running sum: exactly 0 once no positive weight is left
-        p=tp.last().over(_KEYS),
-        n=fp.last().over(_KEYS),
-    )
-    first_tied = pl.col("first_tied")
-    tp, fp = pl.col("tp"), pl.col("fp")
-    # a block of several tied rows: its weight is its end minus what lay above its first row
-    above = ranked.with_columns(
-        tp_above=pl.when(first_tied).then(tp - pos).forward_fill().over(_KEYS),
-        fp_above=pl.when(first_tied).then(fp - neg).forward_fill().over(_KEYS),
-    )
-    # abs() turns the -0.0 of an exact difference of equals to 0.0
-    points = above.filter(pl.col("last_tied")).select(
+    ).filter(pl.col("last_tied"))
+    # a block's weight: the row's own for a block of one row (exact), else the counts' step
+    # from the previous block's end; fn = P - tp with P the last running sum (a sequential sum):
+    # exactly 0 once no positive weight is left; abs() turns the -0.0 of x - x into 0.0
+    return ends.select(
         *_KEYS, threshold="score", tp="tp", fp="fp",
-        fn=(pl.col("p") - tp).abs(), tn=(pl.col("n") - fp).abs(),
-        pos=pl.when(first_tied).then(pos).otherwise(tp - pl.col("tp_above")),
-        neg=pl.when(first_tied).then(neg).otherwise(fp - pl.col("fp_above")),
-    ).filter(pl.col("pos") + pl.col("neg") > 0)  # zero-weight rows make no point
-    origins = ranked.filter(pl.col("first")).select(
-        *_KEYS, threshold=pl.lit(float("inf")), tp=pl.lit(0.0), fp=pl.lit(0.0), fn="p", tn="n",
-        pos=pl.lit(0.0), neg=pl.lit(0.0))
-    return pl.concat([origins, points]).with_columns(pl.col(text).cast(pl.String))
+        fn=(tp.last() - tp).abs().over(_KEYS), tn=(fp.last() - fp).abs().over(_KEYS),
+        pos=pl.when("alone").then(pos).otherwise(tp - tp.shift(1, fill_value=0.0)).over(_KEYS),
+        neg=pl.when("alone").then(neg).otherwise(fp - fp.shift(1, fill_value=0.0)).over(_KEYS),
+    ).filter(  # zero-weight rows make no point
+        (pl.col("pos") + pl.col("neg") > 0) | (pl.col("threshold") == float("inf"))
+    ).with_columns(pl.col(text).cast(pl.String))
 
 
 def curve_counts(curve_points: pl.LazyFrame, *, threshold: float) -> pl.LazyFrame:
