@@ -102,7 +102,7 @@ def evaluate(
     "samples", "macro_std", "variance_weighted" (r2), or a list; default per label for binary
     and regression, macro otherwise. ``zero_division``: the value of 0/0 (0, 1, or None: null).
     ``thresholds`` (a list) or ``bins`` (N: thresholds 0, 1/N, ..., 1) sweep the decision
-    metrics; ``bins`` also makes ranking metrics approximate one-pass aggregates.
+    metrics; ``bins`` also puts ranking metrics on that grid (pairs in one bin count as ties).
 
     Returns ``*by, metric, average, label, [predicted, threshold, <parameters>,] value``, sorted.
 

@@ -17,8 +17,8 @@ from mleval_sql.engines.polars._common import (
     weight,
 )
 
-__all__ = ["curve_counts", "curve_rates", "ovo_metrics", "pair_counts", "ranked_points", "ranking_metrics",
-           "score_counts"]
+__all__ = ["curve_counts", "curve_rates", "ovo_metrics", "pair_counts", "ranked_points",
+           "ranking_metrics", "score_counts"]
 
 _KEYS = ("segment", "label")
 
