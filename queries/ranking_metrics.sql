@@ -35,10 +35,17 @@ WITH params AS (
     SELECT CAST($max_fpr AS DOUBLE) AS max_fpr
 ),
 label_points AS (
+    -- P and N from the origin (+inf), where fn = P and tn = N: the same value on every point
     SELECT
-        segment, CAST(NULL AS VARCHAR) AS average, label, threshold, tp, fp,
-        tp - pos AS tp0, fp - neg AS fp0, pos, neg, tp + fn AS p, fp + tn AS n
-    FROM curve_points
+        c.segment, CAST(NULL AS VARCHAR) AS average, c.label, c.threshold, c.tp, c.fp,
+        c.tp - c.pos AS tp0, c.fp - c.neg AS fp0, c.pos, c.neg, totals.p, totals.n
+    FROM curve_points AS c
+    JOIN (
+        SELECT segment, label, fn AS p, tn AS n
+        FROM curve_points
+        WHERE threshold = CAST('inf' AS DOUBLE)
+    ) AS totals
+        ON totals.segment IS NOT DISTINCT FROM c.segment AND totals.label = c.label
 ),
 micro_points AS (
     -- every label's points on one curve per segment: a row is one label's weight at a score,
@@ -71,16 +78,21 @@ rates AS (
         CASE WHEN p > 0 THEN tp / p END AS tpr,
         CASE WHEN p > 0 THEN tp0 / p END AS tpr0,
         CASE WHEN n > 0 THEN fp / n END AS fpr,
-        CASE WHEN n > 0 THEN fp0 / n END AS fpr0
+        CASE WHEN n > 0 THEN fp0 / n END AS fpr0,
+        -- powers of two near 1 / P and 1 / N: scaling by them is exact, so the trapezoids of
+        -- whole weights sum exactly (as P * N would) without P * N overflowing or underflowing
+        CASE WHEN p > 0 THEN power(2.0, -ceil(log2(p))) END AS p_scale,
+        CASE WHEN n > 0 THEN power(2.0, -ceil(log2(n))) END AS n_scale
     FROM (SELECT * FROM label_points UNION ALL SELECT * FROM micro_points) AS points
 ),
 terms AS (
-    -- every term from rates (tp / P, fp / N): no product of raw weight sums, so scaling every
-    -- weight by any positive factor changes nothing (P * N would overflow or underflow)
+    -- no product of raw weight sums (P * N overflows at weights of 1e300): the trapezoids in
+    -- units of P and N scaled by powers of two, the other terms from rates (tp / P, fp / N)
     SELECT
-        segment, average, label, p, n, max_fpr,
-        -- the row's trapezoid under the ROC curve
-        CASE WHEN n > 0 THEN neg / n * (tpr + tpr0) / 2 END AS area,
+        segment, average, label, p * p_scale AS p_scaled, n * n_scale AS n_scaled, p, n,
+        max_fpr,
+        -- the row's trapezoid under the ROC curve, times 2 P N (scaled)
+        (neg * n_scale) * ((tp + tp0) * p_scale) AS area,
         CASE
             WHEN fpr <= max_fpr THEN neg / n * (tpr + tpr0) / 2
             WHEN fpr0 <= max_fpr  -- the block crossing max_fpr, cut there
@@ -103,7 +115,8 @@ curve_values AS (
         max(p) AS support,
         CASE
             WHEN max(p) = 0 OR max(n) = 0 THEN NULL
-            WHEN max(max_fpr) IS NULL OR max(max_fpr) >= 1 THEN sum(area)
+            WHEN max(max_fpr) IS NULL OR max(max_fpr) >= 1
+                THEN sum(area) / (2 * max(p_scaled) * max(n_scaled))
             ELSE 0.5 * (1 + (sum(partial_area) - max(max_fpr) * max(max_fpr) / 2)
                             / (max(max_fpr) - max(max_fpr) * max(max_fpr) / 2))
         END AS roc_auc,

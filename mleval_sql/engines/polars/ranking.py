@@ -116,9 +116,10 @@ def _divide(numerator: pl.Expr, value: float, like: pl.Expr) -> pl.Expr:
 def _label_points(curve_points: pl.LazyFrame) -> pl.LazyFrame:
     """Each point of each label's curve with the previous point (tp0, fp0) and P, N."""
     tp, fp, pos, neg = (pl.col(c) for c in ("tp", "fp", "pos", "neg"))
+    # P and N from the origin (+inf), where fn = P and tn = N: the same value on every point
     return curve_points.select(
         *_KEYS, "threshold", "tp", "fp", "pos", "neg", tp0=tp - pos, fp0=fp - neg,
-        p=tp + pl.col("fn"), n=fp + pl.col("tn"))
+        p=pl.col("fn").max().over(_KEYS), n=pl.col("tn").max().over(_KEYS))
 
 
 def _micro_points(curve_points: pl.LazyFrame) -> pl.LazyFrame:
@@ -151,13 +152,16 @@ def _curve_values(points: pl.LazyFrame, keys: list[str], max_fpr: float | None) 
     to a row (its block leads from (tp0, fp0) to (tp, fp)), so each is one sum per curve."""
     tp, fp, tp0, fp0, pos, neg, p, n = (
         pl.col(c) for c in ("tp", "fp", "tp0", "fp0", "pos", "neg", "p", "n"))
-    # every term from rates (tp / P, fp / N), never a product of raw weight sums: scaling every
-    # weight by any positive factor changes nothing (P * N overflows at weights of 1e300)
+    # never a product of raw weight sums (P * N overflows at weights of 1e300): the trapezoids
+    # in units of P and N scaled by powers of two near 1 / P and 1 / N (exact, so whole weights
+    # sum exactly), the other terms from rates (tp / P, fp / N)
     big_p, big_n = p.max(), n.max()
+    p_scale, n_scale = (pl.lit(2.0).pow(-total.log(2).ceil()) for total in (p, n))
     tpr, tpr0 = tp / p, tp0 / p
     fpr, fpr0 = fp / n, fp0 / n
     if max_fpr is None or max_fpr >= 1:
-        auc = (neg / n * (tpr + tpr0) / 2).sum()
+        auc = ((neg * n_scale) * ((tp + tp0) * p_scale)).sum() / (
+            2 * (p * p_scale).max() * (n * n_scale).max())
     else:  # the curve interpolated at max_fpr, then McClish's correction, as scikit-learn
         m = max_fpr
         partial = (pl.when(fpr <= m).then(neg / n * (tpr + tpr0) / 2)
