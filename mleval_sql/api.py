@@ -26,6 +26,7 @@ from mleval_sql.registry import (
     AVERAGES,
     CURVES,
     DECISIONS,
+    FUSED,
     METRICS,
     SAMPLES,
     STEPS,
@@ -67,7 +68,11 @@ class _Plan:
         ordered: dict[str, None] = {}
         for family in self.families.values():
             ordered.update(dict.fromkeys(family.steps(self.task)))
-        return list(ordered)
+        fused: dict[str, None] = {}
+        for step in ordered:  # a statistic another step's pass also gives is read off that
+            instead = FUSED.get(step, (step,))
+            fused.update(dict.fromkeys(instead if instead[0] in ordered else (step,)))
+        return list(fused)
 
 
 def evaluate(
@@ -101,7 +106,7 @@ def evaluate(
     "samples", "macro_std", "variance_weighted" (r2), or a list; default per label for binary
     and regression, macro otherwise. ``zero_division``: the value of 0/0 (0, 1, or None: null).
     ``thresholds`` (a list) or ``bins`` (N: thresholds 0, 1/N, ..., 1) sweep the decision
-    metrics; ``bins`` also makes ranking metrics approximate one-pass aggregates.
+    metrics; ``bins`` also puts ranking metrics on that grid (pairs in one bin count as ties).
     ``metrics`` default: accuracy, precision, recall, f1 (clustering: adjusted_rand,
     adjusted_mutual_info, homogeneity, completeness, v_measure). Clustering reads one row per
     sample, ``sample, truth, cluster[, weight]``; ``average_method`` ("arithmetic",

@@ -38,9 +38,11 @@ STEPS: dict[str, Step] = {s.name: s for s in (
     Step("sample_metrics", ("sample_counts",), None, ("beta", "zero_division")),
     Step("true_ranks", ("predictions",), "true_ranks"),
     Step("top_k_metrics", ("true_ranks",), None, ("k",)),
-    # ranking across samples, per label: one sorted pass over weight per distinct score
+    # ranking across samples, per label: the curve from one sorted pass (ranked_points); threshold
+    # sweeps from the weight per distinct score (score_counts)
     Step("score_counts", ("predictions",), "score_counts", ("bins",)),
-    Step("distinct_points", ("score_counts",), "curve_points"),
+    Step("ranked_points", ("predictions",), "curve_points", ("bins",)),
+    Step("curve_counts", ("curve_points",), "confusion_counts", ("threshold",)),
     Step("ranking_metrics", ("curve_points",), None, ("max_fpr", "micro")),
     Step("operating_points", ("curve_points",), None, ("min_recall", "min_precision")),
     Step("curve_rates", ("curve_points",), None, ("kind", "drop_intermediate")),
@@ -96,7 +98,7 @@ MULTICLASS = Family("multiclass", "multiclass_metrics",
                     {"multiclass": ("argmax_matrix", "matrix_counts")})
 SAMPLES = Family("samples", "sample_metrics", {"multilabel": ("sample_counts",)})
 TOP_K = Family("top_k", "top_k_metrics", {"multiclass": ("true_ranks",)})
-_CURVE = ("score_counts", "distinct_points")
+_CURVE = ("ranked_points",)
 _SCORED = ("binary", "multilabel", "multiclass")
 RANKING = Family("ranking", "ranking_metrics", dict.fromkeys(_SCORED, _CURVE), LABEL_AVERAGES)
 OPERATING = Family("operating", "operating_points", dict.fromkeys(_SCORED, _CURVE),
@@ -125,6 +127,10 @@ CONTINGENCY = Family("contingency", "contingency_cells", {"clustering": ("contin
 FAMILIES = (DECISIONS, MULTICLASS, SAMPLES, TOP_K, RANKING, OPERATING, SWEEP, OVO,
             LABEL_RANKING, PROBABILITY, PROBABILITY_MULTICLASS, CALIBRATION, REGRESSION,
             CLUSTERING, CONTINGENCY)
+
+#: Statistics read off another family's when both are asked: with the curve in a request, the
+#: decision counts at the threshold come from its sorted pass, not from a scan of their own.
+FUSED: dict[str, tuple[str, ...]] = {"threshold_counts": ("ranked_points", "curve_counts")}
 
 #: Curves (``me.curve``): the steps of each kind; "sweep" is decision metrics at thresholds.
 CURVES: dict[str, tuple[str, ...]] = {

@@ -1,6 +1,6 @@
 -- curve_rates: the ROC or precision-recall curve of each label as a table: counts and rates at
 -- every distinct score taken as threshold, plus the origin (threshold +inf, nothing predicted).
--- Reads:  curve_points(segment, label, threshold, tp, fp, fn, tn)  (distinct_points.sql)
+-- Reads:  curve_points(segment, label, threshold, tp, fp, fn, tn)  (ranked_points.sql)
 -- Params: $kind ('roc' or 'pr'), $drop_intermediate (drop the points scikit-learn drops)
 -- Gives:  segment, label, threshold, tp, fp, fn, tn, tpr, fpr, precision, recall
 --   tpr = recall = tp / (tp + fn), fpr = fp / (fp + tn), precision = tp / (tp + fp); NULL where

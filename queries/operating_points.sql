@@ -9,7 +9,7 @@
 -- positive weight (recall undefined), or with no threshold that qualifies, gets NULL value and
 -- threshold. Rows per label (average NULL; NULL for a label of the input that a segment lacks)
 -- and 'macro': the mean over the labels with a value (its threshold NULL).
--- Reads:  curve_points(segment, label, threshold, tp, fp, fn, tn)  (distinct_points.sql)
+-- Reads:  curve_points(segment, label, threshold, tp, fp, fn, tn)  (ranked_points.sql)
 -- Params: $min_recall, $min_precision
 -- Gives:  segment, metric, average, label, threshold, value
 
@@ -32,36 +32,48 @@ points AS (
     FROM curve_points
 ),
 best AS (
-    -- one pass per label: the highest value, ties to the highest threshold ((value, threshold)
-    -- compares value first)
+    -- one pass per label for the best values, one more for the highest threshold reaching each
     SELECT
         segment,
         label,
         max(f1) FILTER (WHERE recall IS NOT NULL) AS max_f1,
-        arg_max(threshold, (f1, threshold)) FILTER (WHERE recall IS NOT NULL AND f1 IS NOT NULL)
-            AS max_f1_threshold,
         max(precision) FILTER (WHERE recall >= min_recall) AS precision_at_recall,
-        arg_max(threshold, (precision, threshold))
-            FILTER (WHERE recall >= min_recall AND precision IS NOT NULL)
-            AS precision_at_recall_threshold,
-        max(recall) FILTER (WHERE precision >= min_precision) AS recall_at_precision,
-        arg_max(threshold, (recall, threshold))
-            FILTER (WHERE precision >= min_precision AND recall IS NOT NULL)
-            AS recall_at_precision_threshold
+        max(recall) FILTER (WHERE precision >= min_precision) AS recall_at_precision
     FROM points, params
     GROUP BY segment, label
 ),
+reached AS (
+    SELECT
+        best.segment,
+        best.label,
+        max(best.max_f1) AS max_f1,
+        max(points.threshold) FILTER (WHERE points.recall IS NOT NULL
+                                      AND points.f1 = best.max_f1) AS max_f1_threshold,
+        max(best.precision_at_recall) AS precision_at_recall,
+        max(points.threshold) FILTER (WHERE points.recall >= params.min_recall
+                                      AND points.precision = best.precision_at_recall)
+            AS precision_at_recall_threshold,
+        max(best.recall_at_precision) AS recall_at_precision,
+        max(points.threshold) FILTER (WHERE points.precision >= params.min_precision
+                                      AND points.recall = best.recall_at_precision)
+            AS recall_at_precision_threshold
+    FROM best
+    CROSS JOIN params
+    JOIN points
+        ON points.segment IS NOT DISTINCT FROM best.segment AND points.label = best.label
+    GROUP BY best.segment, best.label
+),
 candidates AS (
     SELECT segment, label, 'max_f1' AS metric, max_f1_threshold AS threshold, max_f1 AS value
-    FROM best
+    FROM reached
     UNION ALL
     SELECT segment, label, 'precision_at_recall', precision_at_recall_threshold,
            precision_at_recall
-    FROM best
+    FROM reached
     UNION ALL
     SELECT segment, label, 'recall_at_precision', recall_at_precision_threshold,
            recall_at_precision
-    FROM best
+    FROM reached
 ),
 grid AS (
     SELECT segments.segment, labels.label, metrics.metric

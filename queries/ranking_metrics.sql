@@ -1,6 +1,6 @@
 -- ranking_metrics: ROC AUC (with $max_fpr: partial, McClish-corrected), average precision and the
 -- precision = recall break-even point of each label and their averages, from the exact curve.
--- Reads:  curve_points(segment, label, threshold, tp, fp, fn, tn, pos, neg)  (distinct_points.sql)
+-- Reads:  curve_points(segment, label, threshold, tp, fp, fn, tn, pos, neg)  (ranked_points.sql)
 -- Params: $max_fpr (NULL or 1: the whole ROC curve); $micro (false: no pooled curve, whose
 --         sort costs more than all the per-label curves together)
 -- Gives:  segment, metric, average, label, value
@@ -28,17 +28,24 @@
 --   macro_std: population standard deviation over labels. Averages skip NULL labels (where
 --   scikit-learn returns nan, or raises); weighted falls back to macro when no label has support.
 --   A label of the input that a segment lacks gets NULL values.
---   Binned mode (score_counts with bins): scores within a bin are tied, so
+--   Binned mode (ranked_points with bins): scores within a bin are tied, so
 --   |AUC_binned - AUC| <= sum over bins b of pos_b * neg_b / (2 P N)  (pairs tied inside a bin
 --   count one half, instead of 0 or 1).
 WITH params AS (
     SELECT CAST($max_fpr AS DOUBLE) AS max_fpr
 ),
 label_points AS (
+    -- P and N from the origin (+inf), where fn = P and tn = N: the same value on every point
     SELECT
-        segment, CAST(NULL AS VARCHAR) AS average, label, threshold, tp, fp,
-        tp - pos AS tp0, fp - neg AS fp0, pos, neg, tp + fn AS p, fp + tn AS n
-    FROM curve_points
+        c.segment, CAST(NULL AS VARCHAR) AS average, c.label, c.threshold, c.tp, c.fp,
+        c.tp - c.pos AS tp0, c.fp - c.neg AS fp0, c.pos, c.neg, totals.p, totals.n
+    FROM curve_points AS c
+    JOIN (
+        SELECT segment, label, fn AS p, tn AS n
+        FROM curve_points
+        WHERE threshold = CAST('inf' AS DOUBLE)
+    ) AS totals
+        ON totals.segment IS NOT DISTINCT FROM c.segment AND totals.label = c.label
 ),
 micro_points AS (
     -- every label's points on one curve per segment: a row is one label's weight at a score,
@@ -71,15 +78,21 @@ rates AS (
         CASE WHEN p > 0 THEN tp / p END AS tpr,
         CASE WHEN p > 0 THEN tp0 / p END AS tpr0,
         CASE WHEN n > 0 THEN fp / n END AS fpr,
-        CASE WHEN n > 0 THEN fp0 / n END AS fpr0
+        CASE WHEN n > 0 THEN fp0 / n END AS fpr0,
+        -- powers of two near 1 / P and 1 / N: scaling by them is exact, so the trapezoids of
+        -- whole weights sum exactly (as P * N would) without P * N overflowing or underflowing
+        CASE WHEN p > 0 THEN power(2.0, -ceil(log2(p))) END AS p_scale,
+        CASE WHEN n > 0 THEN power(2.0, -ceil(log2(n))) END AS n_scale
     FROM (SELECT * FROM label_points UNION ALL SELECT * FROM micro_points) AS points
 ),
 terms AS (
+    -- no product of raw weight sums (P * N overflows at weights of 1e300): the trapezoids in
+    -- units of P and N scaled by powers of two, the other terms from rates (tp / P, fp / N)
     SELECT
-        segment, average, label, tp, fp, max_fpr,
-        -- the row's trapezoid, times 2, from rates: a product of weights (neg * tp) would
-        -- under- or overflow at weights of 1e-300 or 1e300
-        neg / n * (tpr + tpr0) AS area,
+        segment, average, label, p * p_scale AS p_scaled, n * n_scale AS n_scaled, p, n,
+        max_fpr,
+        -- the row's trapezoid under the ROC curve, times 2 P N (scaled)
+        (neg * n_scale) * ((tp + tp0) * p_scale) AS area,
         CASE
             WHEN fpr <= max_fpr THEN neg / n * (tpr + tpr0) / 2
             WHEN fpr0 <= max_fpr  -- the block crossing max_fpr, cut there
@@ -87,29 +100,28 @@ terms AS (
                      * (2 * tpr0 + (tpr - tpr0) * (max_fpr - fpr0) / (fpr - fpr0)) / 2
             ELSE 0.0
         END AS partial_area,
-        CASE WHEN pos > 0 THEN pos * (tp / (tp + fp)) END AS precision_step,
-        -- the row's positive weight among the first P predicted: all of it in blocks that end
-        -- by P, none past P, the share (P - n_before) / n_block in the block that crosses P
+        CASE WHEN pos > 0 THEN pos / p * (tp / (tp + fp)) END AS precision_step,
+        -- the row's share of positive weight among the first P predicted: all of it in blocks
+        -- that end by P, none past P, the share (P - n_before) / n_block in the block that
+        -- crosses P
         CASE WHEN pos > 0 AND tp + fp > tp0 + fp0
-            THEN pos * greatest(0.0, least(1.0, (p - (tp0 + fp0)) / ((tp + fp) - (tp0 + fp0))))
+            THEN pos / p * greatest(0.0, least(1.0, (p - (tp0 + fp0)) / ((tp + fp) - (tp0 + fp0))))
         END AS break_even_step
     FROM rates, params
 ),
 curve_values AS (
     SELECT
         segment, average, label,
-        max(tp) AS support,
+        max(p) AS support,
         CASE
-            WHEN max(tp) = 0 OR max(fp) = 0 THEN NULL
+            WHEN max(p) = 0 OR max(n) = 0 THEN NULL
             WHEN max(max_fpr) IS NULL OR max(max_fpr) >= 1
-                THEN sum(area) / 2
+                THEN sum(area) / (2 * max(p_scaled) * max(n_scaled))
             ELSE 0.5 * (1 + (sum(partial_area) - max(max_fpr) * max(max_fpr) / 2)
                             / (max(max_fpr) - max(max_fpr) * max(max_fpr) / 2))
         END AS roc_auc,
-        CASE WHEN max(tp) > 0 THEN coalesce(sum(precision_step), 0) / max(tp) END
-            AS average_precision,
-        CASE WHEN max(tp) > 0 THEN coalesce(sum(break_even_step), 0) / max(tp) END
-            AS break_even
+        CASE WHEN max(p) > 0 THEN coalesce(sum(precision_step), 0) END AS average_precision,
+        CASE WHEN max(p) > 0 THEN coalesce(sum(break_even_step), 0) END AS break_even
     FROM terms
     GROUP BY segment, average, label
 ),
@@ -131,10 +143,11 @@ grid AS (
     WHERE $micro
 ),
 long AS (
-    SELECT *
-    FROM grid UNPIVOT INCLUDE NULLS (
-        value FOR metric IN (roc_auc, average_precision, break_even)
-    )
+    SELECT segment, 'roc_auc' AS metric, average, label, support, roc_auc AS value FROM grid
+    UNION ALL
+    SELECT segment, 'average_precision', average, label, support, average_precision FROM grid
+    UNION ALL
+    SELECT segment, 'break_even', average, label, support, break_even FROM grid
 ),
 per_label AS (
     SELECT * FROM long WHERE average IS NULL

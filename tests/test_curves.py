@@ -229,6 +229,24 @@ def test_partial_auc_matches_scikit_learn(engine, max_fpr):
                                                  max_fpr=max_fpr), rel_tol=1e-12, abs_tol=1e-15)
 
 
+@pytest.mark.parametrize("scale", [1e300, 1e-300])
+def test_no_metric_depends_on_the_scale_of_the_weights(engine, scale):
+    # P * N of raw weights overflows at 1e300 (NaN) and underflows at 1e-300: rates do not
+    frame = pl.DataFrame({"sample": range(4), "label": "a", "score": [0.5, 0.0, 0.5, 0.0],
+                          "truth": [True, True, False, False]})
+    metrics = ["roc_auc", "average_precision", "break_even", "max_f1", "precision_at_recall",
+               "recall_at_precision", "precision", "recall", "f1"]
+    unit = me.evaluate(frame.with_columns(weight=pl.lit(1.0)), metrics, engine=engine,
+                       min_recall=0.5, min_precision=0.5)
+    scaled = me.evaluate(frame.with_columns(weight=pl.lit(scale)), metrics, engine=engine,
+                         min_recall=0.5, min_precision=0.5)
+    assert _value(scaled, {"metric": "roc_auc"}) == pytest.approx(0.5, rel=1e-12)
+    assert _value(scaled, {"metric": "average_precision"}) == pytest.approx(0.5, rel=1e-12)
+    assert scaled.select(pl.exclude("value")).equals(unit.select(pl.exclude("value")))
+    for got, want in zip(scaled["value"], unit["value"], strict=True):
+        assert want is not None and got == pytest.approx(want, rel=1e-12)
+
+
 def test_break_even_without_ties_is_the_r_precision(engine):
     rng = np.random.default_rng(5)
     n = 40

@@ -13,10 +13,11 @@ from mleval_sql.registry import STEPS
 from tests.data import make_predictions
 from tests.helpers import assert_frames_close
 
-PARAMS = {"threshold": 0.5}
+PARAMS = {"threshold": 0.5, "bins": None}
 KEYS = {"confusion_counts": ["segment", "label"],
         "confusion_matrix": ["segment", "truth_label", "predicted_label"],
-        "sample_counts": ["segment", "sample"], "true_ranks": ["segment", "sample"]}
+        "sample_counts": ["segment", "sample"], "true_ranks": ["segment", "sample"],
+        "curve_points": ["segment", "label", "threshold"]}
 
 
 def _predictions(task: str) -> pl.DataFrame:
@@ -31,6 +32,8 @@ def _chains():
     yield pytest.param("multiclass", ["argmax_matrix"], id="argmax_matrix")
     yield pytest.param("multiclass", ["true_ranks"], id="true_ranks")
     yield pytest.param("multilabel", ["sample_counts"], id="sample_counts")
+    yield pytest.param("multilabel", ["ranked_points"], id="ranked_points")
+    yield pytest.param("binary", ["ranked_points", "curve_counts"], id="curve_counts")
 
 
 @pytest.mark.parametrize(("task", "chain"), list(_chains()))
@@ -52,3 +55,18 @@ def test_statistics_agree_between_engines(task, chain):
     from_polars = relations[table].collect().sort(keys)
     assert from_sql.height > 0
     assert_frames_close(from_sql, from_polars.select(from_sql.columns))
+
+
+@pytest.mark.parametrize("threshold", [0.5, 0.45, 0.0, 2.0])
+@pytest.mark.parametrize("task", ["binary", "multilabel"])
+def test_counts_read_off_the_curve_equal_counts_of_their_own(task, threshold):
+    # a request for ranking and decision metrics reads its confusion counts off the curve
+    predictions = _predictions(task)
+    con = duckdb.connect()
+    con.register("predictions", predictions)
+    con.execute(f"CREATE TABLE curve_points AS {queries.load('ranked_points')}", {"bins": None})
+    at = {"threshold": threshold}
+    fused = con.sql(queries.load("curve_counts"), params=at).pl().sort("segment", "label")
+    own = con.sql(queries.load("threshold_counts"), params=at).pl().sort("segment", "label")
+    assert fused.height == own.height > 0
+    assert_frames_close(fused, own)

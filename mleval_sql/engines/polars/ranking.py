@@ -1,7 +1,7 @@
 """Ranking across samples, per label: weight per distinct score, curves and ranking metrics,
 and the multiclass one-vs-one AUC.
 
-Mirrors queries/score_counts.sql, distinct_points.sql, ranking_metrics.sql, curve_rates.sql,
+Mirrors queries/score_counts.sql, ranked_points.sql, ranking_metrics.sql, curve_rates.sql,
 pair_counts.sql and ovo_metrics.sql.
 """
 
@@ -17,54 +17,89 @@ from mleval_sql.engines.polars._common import (
     weight,
 )
 
-__all__ = ["curve_rates", "distinct_points", "ovo_metrics", "pair_counts", "ranking_metrics",
-           "score_counts"]
+__all__ = ["curve_counts", "curve_rates", "ovo_metrics", "pair_counts", "ranked_points",
+           "ranking_metrics", "score_counts"]
 
 _KEYS = ("segment", "label")
 
 
+def _gridded(bins: int | None) -> pl.Expr:
+    """The score, or with ``bins`` the largest k/bins <= score, exactly."""
+    score = pl.col("score")
+    if bins is None:
+        return score
+    # polars divides by a literal through its reciprocal (6 / 10 -> 0.6000000000000001);
+    # a divisor computed from the data keeps each k / bins correctly rounded, as in SQL
+    n = score * 0.0 + bins
+    k = (score * bins).floor()
+    return (pl.when((k + 1) / n <= score).then((k + 1) / n)
+            .when(k / n > score).then((k - 1) / n)
+            .otherwise(k / n))
+
+
 def score_counts(predictions: pl.LazyFrame, *, bins: int | None) -> pl.LazyFrame:
     """Weight of true (pos) and false (neg) rows per (segment, label, distinct score)."""
-    score = pl.col("score")
-    if bins is not None:  # the largest k/bins <= score, exactly
-        # polars divides by a literal through its reciprocal (6 / 10 -> 0.6000000000000001);
-        # a divisor computed from the data keeps each k / bins correctly rounded, as in SQL
-        n = score * 0.0 + bins
-        k = (score * bins).floor()
-        score = (pl.when((k + 1) / n <= score).then((k + 1) / n)
-                 .when(k / n > score).then((k - 1) / n)
-                 .otherwise(k / n))
     # weights split first, then plain sums: a filter inside the aggregation makes polars keep
     # each group's row indices (12.5M distinct scores: 2.35 -> 1.96 GiB, 2.8 -> 1.8 s)
     split = predictions.select(
-        *_KEYS, score.alias("score"),
+        *_KEYS, score=_gridded(bins),
         pos=pl.when(truth).then(weight).otherwise(0.0),
         neg=pl.when(truth).then(0.0).otherwise(weight),
     )
     return group_by_few(split, [*_KEYS, "score"], _KEYS, pl.col("pos").sum(), pl.col("neg").sum())
 
 
-def distinct_points(score_counts: pl.LazyFrame) -> pl.LazyFrame:
+def ranked_points(predictions: pl.LazyFrame, *, bins: int | None) -> pl.LazyFrame:
     """tp, fp, fn, tn at every distinct score as threshold, plus the origin at +inf, and the
-    weight (pos, neg) at that score: one sort by score, running sums per label."""
-    pos, neg = pl.col("pos"), pl.col("neg")
-    weighted = score_counts.filter(pos + neg > 0)  # as scikit-learn: zero-weight rows make no point
-    origins = score_counts.select(*_KEYS).unique().with_columns(
+    weight (pos, neg) at that score: one sort by score, running sums per label, and a row ends
+    its block of tied scores where the label's next row has another score (no aggregation over
+    distinct scores). Mirrors queries/ranked_points.sql."""
+    score, pos, neg, tp, fp = (pl.col(c) for c in ("score", "pos", "neg", "tp", "fp"))
+    # segment and label as Categorical through the sort (4 bytes a row instead of 16); scores
+    # alone are sorted (faster than by label and score), and each label's rows keep that order
+    # inside .over()
+    schema = predictions.collect_schema()
+    text = [k for k in _KEYS if schema[k] == pl.String]
+    keys = [pl.col(k).cast(pl.Categorical) if k in text else pl.col(k) for k in _KEYS]
+    rows = predictions.select(
+        *keys, score=_gridded(bins), pos=pl.when(truth).then(weight).otherwise(0.0),
+        neg=pl.when(truth).then(0.0).otherwise(weight))
+    # each label's origin as a row of no weight at +inf: it sorts first, and the running sums
+    # give it tp = fp = 0 and fn = P, tn = N like any other point (no second pass over the rows)
+    origins = predictions.select(*keys).unique().with_columns(
         score=pl.lit(float("inf")), pos=pl.lit(0.0), neg=pl.lit(0.0))
-    tp, fp = pos.cum_sum(), neg.cum_sum()
-    # scores are distinct within a label, so sorting by score alone orders every label's rows;
-    # fn = P - tp with P the last running sum (scikit-learn's tps[-1] - tps): 0 once no positive
-    # weight is left; abs() turns the -0.0 of polars' scalar - column (-(column - scalar)) to 0.0
-    return pl.concat([origins, weighted.select(*_KEYS, "score", "pos", "neg")]).sort(
-        "score", descending=True).select(
-        *_KEYS,
-        threshold="score",
-        tp=tp.over(_KEYS),
-        fp=fp.over(_KEYS),
-        fn=(tp.last() - tp).abs().over(_KEYS),
-        tn=(fp.last() - fp).abs().over(_KEYS),
-        pos=pos,
-        neg=neg,
+    ends = pl.concat([origins, rows]).sort("score", descending=True).with_columns(
+        tp=pos.cum_sum().over(_KEYS),
+        fp=neg.cum_sum().over(_KEYS),
+        alone=((score != score.shift(1)).fill_null(True)  # the block's first row
+               & (score != score.shift(-1)).fill_null(True)).over(_KEYS),
+        last_tied=(score != score.shift(-1)).fill_null(True).over(_KEYS),
+    ).filter(pl.col("last_tied"))
+    # a block's weight: the row's own for a block of one row (exact), else the counts' step
+    # from the previous block's end; fn = P - tp with P the last running sum (a sequential sum):
+    # exactly 0 once no positive weight is left; abs() turns the -0.0 of x - x into 0.0
+    return ends.select(
+        *_KEYS, threshold="score", tp="tp", fp="fp",
+        fn=(tp.last() - tp).abs().over(_KEYS), tn=(fp.last() - fp).abs().over(_KEYS),
+        pos=pl.when("alone").then(pos).otherwise(tp - tp.shift(1, fill_value=0.0)).over(_KEYS),
+        neg=pl.when("alone").then(neg).otherwise(fp - fp.shift(1, fill_value=0.0)).over(_KEYS),
+    ).filter(  # zero-weight rows make no point
+        (pl.col("pos") + pl.col("neg") > 0) | (pl.col("threshold") == float("inf"))
+    ).with_columns(pl.col(text).cast(pl.String))
+
+
+def curve_counts(curve_points: pl.LazyFrame, *, threshold: float) -> pl.LazyFrame:
+    """Weighted tp, fp, fn, tn per (segment, label) at ``threshold``, read off the curve table
+    (the blocks of tied scores at or above it are predicted positive): the decision counts of a
+    request that also ranks, from the same sorted pass."""
+    above = pl.col("threshold") >= threshold
+    pos, neg = pl.col("pos"), pl.col("neg")
+    # when/then rather than a filter inside the aggregation, which keeps each group's row indices
+    return curve_points.group_by(*_KEYS).agg(
+        tp=pl.when(above).then(pos).otherwise(0.0).sum(),
+        fp=pl.when(above).then(neg).otherwise(0.0).sum(),
+        fn=pl.when(above).then(0.0).otherwise(pos).sum(),
+        tn=pl.when(above).then(0.0).otherwise(neg).sum(),
     )
 
 
@@ -81,9 +116,10 @@ def _divide(numerator: pl.Expr, value: float, like: pl.Expr) -> pl.Expr:
 def _label_points(curve_points: pl.LazyFrame) -> pl.LazyFrame:
     """Each point of each label's curve with the previous point (tp0, fp0) and P, N."""
     tp, fp, pos, neg = (pl.col(c) for c in ("tp", "fp", "pos", "neg"))
+    # P and N from the origin (+inf), where fn = P and tn = N: the same value on every point
     return curve_points.select(
         *_KEYS, "threshold", "tp", "fp", "pos", "neg", tp0=tp - pos, fp0=fp - neg,
-        p=tp + pl.col("fn"), n=fp + pl.col("tn"))
+        p=pl.col("fn").max().over(_KEYS), n=pl.col("tn").max().over(_KEYS))
 
 
 def _micro_points(curve_points: pl.LazyFrame) -> pl.LazyFrame:
@@ -116,11 +152,16 @@ def _curve_values(points: pl.LazyFrame, keys: list[str], max_fpr: float | None) 
     to a row (its block leads from (tp0, fp0) to (tp, fp)), so each is one sum per curve."""
     tp, fp, tp0, fp0, pos, neg, p, n = (
         pl.col(c) for c in ("tp", "fp", "tp0", "fp0", "pos", "neg", "p", "n"))
-    big_p, big_n = tp.max(), fp.max()
+    # never a product of raw weight sums (P * N overflows at weights of 1e300): the trapezoids
+    # in units of P and N scaled by powers of two near 1 / P and 1 / N (exact, so whole weights
+    # sum exactly), the other terms from rates (tp / P, fp / N)
+    big_p, big_n = p.max(), n.max()
+    p_scale, n_scale = (pl.lit(2.0).pow(-total.log(2).ceil()) for total in (p, n))
     tpr, tpr0 = tp / p, tp0 / p
     fpr, fpr0 = fp / n, fp0 / n
-    if max_fpr is None or max_fpr >= 1:  # from rates: neg * tp would under- or overflow
-        auc = (neg / n * (tpr + tpr0)).sum() / 2
+    if max_fpr is None or max_fpr >= 1:
+        auc = ((neg * n_scale) * ((tp + tp0) * p_scale)).sum() / (
+            2 * (p * p_scale).max() * (n * n_scale).max())
     else:  # the curve interpolated at max_fpr, then McClish's correction, as scikit-learn
         m = max_fpr
         partial = (pl.when(fpr <= m).then(neg / n * (tpr + tpr0) / 2)
@@ -129,16 +170,16 @@ def _curve_values(points: pl.LazyFrame, keys: list[str], max_fpr: float | None) 
                        * (2 * tpr0 + (tpr - tpr0) * (m - fpr0) / (fpr - fpr0)) / 2)
                    .otherwise(0.0)).sum()
         auc = 0.5 * (1 + _divide(partial - m * m / 2, m - m * m / 2, big_p))
-    step = pl.when(pos > 0).then(pos * (tp / (tp + fp))).sum()
-    # the row's positive weight among the first P predicted: all of it in blocks that end by P,
-    # none past P, the share (P - n_before) / n_block in the block that crosses P
+    step = pl.when(pos > 0).then(pos / p * (tp / (tp + fp))).sum()
+    # the row's share of positive weight among the first P predicted: all of it in blocks that
+    # end by P, none past P, the share (P - n_before) / n_block in the block that crosses P
     within = pl.when((pos > 0) & (tp + fp > tp0 + fp0)).then(
-        pos * ((p - (tp0 + fp0)) / ((tp + fp) - (tp0 + fp0))).clip(0.0, 1.0)).sum()
+        pos / p * ((p - (tp0 + fp0)) / ((tp + fp) - (tp0 + fp0))).clip(0.0, 1.0)).sum()
     return points.group_by(*keys).agg(
         support=big_p,
         roc_auc=pl.when((big_p > 0) & (big_n > 0)).then(auc),
-        average_precision=pl.when(big_p > 0).then(step / big_p),
-        break_even=pl.when(big_p > 0).then(within / big_p),
+        average_precision=pl.when(big_p > 0).then(step),
+        break_even=pl.when(big_p > 0).then(within),
     )
 
 
@@ -220,10 +261,9 @@ def _directed_auc(pair_counts: pl.LazyFrame, classes: pl.LazyFrame) -> pl.LazyFr
     pos, neg = pl.col("pos"), pl.col("neg")
     ranked = directed.sort(*keys, "score", descending=[False, False, False, True]).with_columns(
         neg_below=neg.cum_sum(reverse=True).shift(-1, fill_value=0.0).over(keys))
-    # as shares of P and N: a product of weights (pos * neg) would under- or overflow
     return ranked.group_by(*keys).agg(
-        auc=pl.when((pos.sum() != 0) & (neg.sum() != 0))
-        .then((pos / pos.sum() * ((pl.col("neg_below") + neg / 2) / neg.sum())).sum()))
+        wins=(pos * (pl.col("neg_below") + neg / 2)).sum(), pairs=pos.sum() * neg.sum(),
+    ).select(*keys, auc=pl.when(pl.col("pairs") != 0).then(pl.col("wins") / pl.col("pairs")))
 
 
 def ovo_metrics(pair_counts: pl.LazyFrame) -> pl.LazyFrame:
