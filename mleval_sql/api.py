@@ -221,9 +221,10 @@ def _prepared(source: Any, *, by: list[str], task: Task | None, engine: EngineNa
               columns: Mapping[str, str | None] | None, memory_limit: str | None,
               connection: Any) -> Iterator[tuple[Engine, Task, Any]]:
     """An engine over the checked input, the task, and a check for probability scores."""
-    cols = Columns.from_mapping(columns)
     src = as_source(source)
-    weight = check_columns(src.schema(), cols, by)
+    schema = src.schema()
+    cols = Columns.from_mapping(columns).for_schema(schema)
+    weight = check_columns(schema, cols, by)
     options: dict[str, Any] = {"memory_limit": memory_limit}
     if engine == "duckdb":
         options["connection"] = connection

@@ -47,6 +47,15 @@ def rename_relations(sql: str, names: dict[str, str], dialect: str = "duckdb") -
     return exp.replace_tables(tree, quoted).sql(dialect)
 
 
+def string(text: str) -> str:
+    """``text`` as a DuckDB string literal.
+
+    >>> string("it's")
+    "'it''s'"
+    """
+    return exp.Literal.string(text).sql("duckdb")
+
+
 def identifier(name: str) -> str:
     """``name`` quoted as a DuckDB identifier."""
     return exp.to_identifier(name, quoted=True).sql("duckdb")

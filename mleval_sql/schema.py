@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Literal
 
 import polars as pl
@@ -30,10 +30,15 @@ class InputError(ValueError):
 
 @dataclass(frozen=True)
 class Columns:
-    """Where each canonical column is found in the user's table (``weight`` is optional)."""
+    """Where each canonical column is found in the user's table.
+
+    ``weight`` is optional, and so is ``label``: without a label column (``label=None``, or the
+    default ``label`` absent from the input) every row is the one label of a binary task, named
+    after the score column (:attr:`single_label`).
+    """
 
     sample: str = "sample"
-    label: str = "label"
+    label: str | None = "label"
     score: str = "score"
     truth: str = "truth"
     weight: str | None = "weight"
@@ -49,16 +54,33 @@ class Columns:
                 f"unknown column role {unknown[0]!r} in columns=; roles are {sorted(known)}"
             )
         for role, name in mapping.items():
-            if name is None and role != "weight":
+            if name is None and role not in ("weight", "label"):
                 raise InputError(f"column role {role!r} needs a column name")
             if name is not None and not isinstance(name, str):
                 raise InputError(f"columns[{role!r}] must be a column name, got {name!r}")
         return cls(**mapping)
 
     def required(self) -> dict[str, str]:
-        """Canonical role -> user column, for the roles every input must have."""
-        return {"sample": self.sample, "label": self.label, "score": self.score,
-                "truth": self.truth}
+        """Canonical role -> user column, for the roles the input must have."""
+        label = {} if self.label is None else {"label": self.label}
+        return {"sample": self.sample, **label, "score": self.score, "truth": self.truth}
+
+    @property
+    def single_label(self) -> str:
+        """The label's name when the input has no label column: the score column's name, which
+        says where the numbers come from (``score``, or ``prob`` for ``columns={"score":
+        "prob"}``)."""
+        return self.score
+
+    def for_schema(self, schema: pl.Schema) -> Columns:
+        """This mapping with the default label column dropped when the input has none (a
+        binary log ``sample, score, truth``); a label column named in the mapping must exist.
+
+        >>> Columns().for_schema(pl.Schema({"sample": pl.Int64, "score": pl.Float64})).label
+        """
+        if self.label == "label" and "label" not in schema.names():
+            return replace(self, label=None)
+        return self
 
 
 def _kind(dtype: pl.DataType) -> str:
@@ -91,6 +113,7 @@ def check_columns(schema: pl.Schema, columns: Columns, by: Sequence[str]) -> str
     if weight is not None and _kind(schema[weight]) != "number":
         raise InputError(f"column {weight!r} (weight) must be numeric, not {schema[weight]}")
     roles = set(columns.required().values()) | {weight}
+    roles.discard(None)
     for name in by:
         if name not in present:
             raise InputError(f"segment column {name!r} is not in the input; "
@@ -146,11 +169,17 @@ def check_summary(summary: pl.DataFrame, columns: Columns, weight: str | None,
         # the smallest offending sample over all segments: the same on either engine
         return summary.select(pl.col(key).min()).item()
 
+    if total["dup_rows"] and columns.label is None:
+        raise InputError(
+            f"{total['dup_rows']} duplicate {columns.sample!r} row(s), e.g. sample "
+            f"{example('example_dup')!r}: without a label column every sample has one row (a "
+            "binary task); name the label column (columns={'label': ...}, --column label=NAME), "
+            "or the columns of several models or datasets in by= (--by)")
     if total["dup_rows"]:
         raise InputError(
             f"{total['dup_rows']} duplicate ({columns.sample}, {columns.label}) row(s), e.g. "
             f"sample {example('example_dup')!r}; if the input holds several models or datasets, "
-            "name their columns in by=")
+            "name their columns in by= (--by on the command line)")
     if summary.filter(pl.col("min_rows") < pl.col("n_labels")).height:
         raise InputError(
             f"sample {example('example_short')!r} lacks rows for some labels: every sample of a "
@@ -186,6 +215,10 @@ def _task(summary: pl.DataFrame, columns: Columns, task: Task | None) -> Task:
         return "multilabel"
     if task == "regression":
         return task
+    if columns.label is None and task != "binary":
+        raise InputError(f"task {task!r} needs a label column; without one every row is the "
+                         "one label of a binary task (name it with columns={'label': ...}, "
+                         "--column label=NAME)")
     if task == "binary" and not one_row:
         raise InputError(f"task 'binary' needs one row per sample, but some sample has "
                          f"{summary['max_rows'].max()} rows (several labels): use "

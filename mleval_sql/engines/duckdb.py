@@ -208,7 +208,10 @@ def _canonical(input_name: str, columns: Columns, weight: str | None, by: Sequen
     # struct costs about three times as much, so it is kept for when it is needed)
     segment = (q(by[0]) if len(by) == 1 else
                "struct_pack(" + ", ".join(f"{q(c)} := {q(c)}" for c in by) + ")" if by else "0")
-    return (f"SELECT {q(columns.sample)} AS sample, {q(columns.label)} AS label, "
+    # no label column: every row is the one label of a binary task, named after the scores
+    label = (queries.string(columns.single_label) if columns.label is None
+             else q(columns.label))
+    return (f"SELECT {q(columns.sample)} AS sample, {label} AS label, "
             f"CAST({q(columns.score)} AS DOUBLE) AS score, {truth} AS truth, "
             f"CAST({q(weight) if weight else 1} AS DOUBLE) AS weight, "
             f"{segment} AS segment FROM {q(input_name)}")

@@ -68,7 +68,8 @@ class PolarsEngine:
         columns, weight, by = self.columns, self.weight, self.by
         return frame.select(
             sample=pl.col(columns.sample),
-            label=pl.col(columns.label),
+            label=(pl.lit(columns.single_label) if columns.label is None  # one binary label
+                   else pl.col(columns.label)),
             score=pl.col(columns.score).cast(pl.Float64),
             truth=pl.col(columns.truth),
             weight=pl.col(weight).cast(pl.Float64) if weight else pl.lit(1.0),
