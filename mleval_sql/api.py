@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -221,6 +222,7 @@ def _prepared(source: Any, *, by: list[str], task: Task | None, engine: EngineNa
               columns: Mapping[str, str | None] | None, memory_limit: str | None,
               connection: Any) -> Iterator[tuple[Engine, Task, Any]]:
     """An engine over the checked input, the task, and a check for probability scores."""
+    _memory_limit(memory_limit)
     src = as_source(source)
     schema = src.schema()
     cols = Columns.from_mapping(columns).for_schema(schema)
@@ -235,6 +237,19 @@ def _prepared(source: Any, *, by: list[str], task: Task | None, engine: EngineNa
         yield runner, task, lambda metrics: check_probabilities(summary, cols, metrics)
     finally:
         runner.close()
+
+
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B)\s*", re.IGNORECASE)
+
+
+def _memory_limit(limit: str | None) -> None:
+    """A size with a unit, checked here rather than left to DuckDB's parser's wording."""
+    if limit is None:
+        return
+    size = _SIZE.fullmatch(limit) if isinstance(limit, str) else None
+    if size is None or float(size.group(1)) <= 0:
+        raise InputError(f"memory_limit must be a positive size with a unit, such as 500MB, "
+                         f"2GB or 1.5GiB (KB, MB, GB, TB or KiB, MiB, GiB, TiB), got {limit!r}")
 
 
 def _names(metrics: str | Sequence[str]) -> list[str]:

@@ -136,6 +136,8 @@ SUMMARY_COLUMNS = (
     "nan_truth", "min_score", "max_score", "bad_weight", "min_rows", "max_rows", "dup_rows",
     "min_true", "max_true",
     "uneven_weight", "example_dup", "example_short", "example_not_one_true", "example_weight",
+    "example_null_score", "example_nan_score", "example_bad_truth", "min_bad_truth",
+    "max_bad_truth",
 )
 
 
@@ -159,8 +161,10 @@ def check_summary(summary: pl.DataFrame, columns: Columns, weight: str | None,
         ("null_truth", columns.truth, "null"), truth_check,
     ]:
         if total[key]:
-            raise InputError(f"column {col!r} has {total[key]} {what} value(s) in "
-                             f"{total['n_rows']} rows")
+            count = (f"{total[key]} value(s) {what}" if what.startswith("outside")
+                     else f"{total[key]} {what} value(s)")
+            raise InputError(f"column {col!r} has {count} in "
+                             f"{total['n_rows']} rows{_culprit(summary, key, columns)}")
     if total["bad_weight"]:
         raise InputError(f"column {weight!r} has {total['bad_weight']} null, negative or "
                          "non-finite weight(s)")
@@ -188,6 +192,27 @@ def check_summary(summary: pl.DataFrame, columns: Columns, weight: str | None,
         raise InputError(f"sample {example('example_weight')!r} has different weights on its "
                          f"rows; {weight!r} must be constant within a sample")
     return _task(summary, columns, task)
+
+
+def _culprit(summary: pl.DataFrame, key: str, columns: Columns) -> str:
+    """Where a bad score or truth is: its values' range and the smallest (sample, label) row
+    with one, e.g. ``": 2.0 to 7.0, e.g. 7.0 at sample 's003', label 'a'"``."""
+    example = f"example_{key}"
+    if example not in summary.columns:
+        return ""
+    rows = summary[example].drop_nulls()
+    if rows.is_empty():
+        return ""
+    row = rows.sort().to_list()[0]
+    where = f"sample {row['sample']!r}" + (
+        "" if columns.label is None else f", label {row['label']!r}")
+    if key == "bad_truth":
+        low, high = summary["min_bad_truth"].min(), summary["max_bad_truth"].max()
+        span = f"{low:g}" if low == high else f"{low:g} to {high:g}"
+        return f": {span}, e.g. {row['truth']:g} at {where}"
+    if key == "nan_score":
+        return f", e.g. {row['score']} at {where}"
+    return f", e.g. at {where}"
 
 
 def check_probabilities(summary: pl.DataFrame, columns: Columns, metrics: list[str]) -> None:
