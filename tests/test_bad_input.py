@@ -332,14 +332,15 @@ def test_failed_run_leaves_the_connection_as_found(case: Case, as_relation: bool
 @pytest.mark.parametrize("pattern", ["nothing/*.parquet", "empty_folder"])
 def test_parquet_paths_that_match_nothing(tmp_path, pattern: str) -> None:
     (tmp_path / "empty_folder").mkdir()
-    with pytest.raises(me.InputError, match="no parquet files match"):
+    with pytest.raises(me.InputError, match="no parquet or CSV files match"):
         me.evaluate(str(tmp_path / pattern), ["f1"])
 
 
-def test_a_csv_path_is_named_as_not_parquet(tmp_path) -> None:
-    path = tmp_path / "predictions.csv"
+@pytest.mark.parametrize("name", ["predictions.json", "predictions.tsv", "predictions"])
+def test_an_unknown_file_type_lists_what_is_read(tmp_path, name: str) -> None:
+    path = tmp_path / name
     path.write_text("sample,label,score,truth\n1,a,0.5,1\n")
-    with pytest.raises(me.InputError, match="is not parquet"):
+    with pytest.raises(me.InputError, match=r"unknown file type .*inputs are \.parquet, \.csv"):
         me.evaluate(str(path), ["f1"])
 
 
