@@ -26,6 +26,7 @@ from mleval_sql.registry import (
     CURVES,
     DECISIONS,
     METRICS,
+    OPERATING,
     SAMPLES,
     STEPS,
     SWEEP,
@@ -89,6 +90,7 @@ def evaluate(
     columns: Mapping[str, str | None] | None = None,
     memory_limit: str | None = None,
     connection: Any = None,
+    wide: bool = False,
 ) -> pl.DataFrame:
     """Metrics of the predictions in ``source``, one tidy row per value.
 
@@ -101,6 +103,9 @@ def evaluate(
     metrics; ``bins`` also makes ranking metrics approximate one-pass aggregates.
 
     Returns ``*by, metric, average, label, [predicted, threshold, <parameters>,] value``, sorted.
+    ``wide=True``: one row per segment (and label, sweep threshold, predicted class where they
+    apply) and one column per metric (``f1``) or metric and average (``f1_macro``), see
+    :func:`widen`.
 
     >>> evaluate("fixtures/lake", ["roc_auc", "f1"], by="model")  # doctest: +SKIP
     """
@@ -122,7 +127,8 @@ def evaluate(
                              f"{task!r}; sweeps cover the label-wise decision metrics of binary "
                              "and multilabel tasks")
         results = runner.results(plan.steps(), params, numeric_truth=task == "regression")
-    return _tidy(plan, results, params, by)
+    tidy = _tidy(plan, results, params, by)
+    return widen(tidy, by, sweep=params["thresholds"] is not None) if wide else tidy
 
 
 def check(
@@ -390,6 +396,38 @@ def _tidy(plan: _Plan, results: dict[str, pl.DataFrame], params: dict[str, objec
     order = [*by, "metric", "average", "label", *optional, "value"]
     return out.select(order).sort([*by, "metric", "average", "label", *optional],
                                   nulls_last=False, maintain_order=True)
+
+
+def widen(tidy: pl.DataFrame, by: Sequence[str], *, sweep: bool = False) -> pl.DataFrame:
+    """The tidy rows of :func:`evaluate` as a table for reading: one row per segment and label
+    (and threshold in a sweep, predicted class for a confusion matrix), one column per metric
+    (per-label and whole-segment values: ``f1``) or metric and average (``f1_macro``). An
+    operating point's threshold gets a column of its own (``max_f1_threshold``); parameters
+    (beta, k...) are those of the request and are left out. Columns nobody fills are dropped.
+
+    >>> rows = pl.DataFrame({"metric": ["f1", "f1"], "average": [None, "macro"],
+    ...                      "label": ["a", None], "threshold": [0.5, 0.5], "value": [0.4, 0.4]})
+    >>> widen(rows, []).columns
+    ['label', 'f1', 'f1_macro']
+    """
+    keys = [*by, "label", *(["threshold"] if sweep else []),
+            *(["predicted"] if "predicted" in tidy.columns else [])]
+    name = pl.when(pl.col("average").is_null()).then(pl.col("metric")).otherwise(
+        pl.concat_str("metric", pl.lit("_"), "average"))
+    values = tidy.select(*keys, column=name, value=pl.col("value"))
+    if not sweep and "threshold" in tidy.columns:  # where an operating point is reached
+        reached = tidy.filter(pl.col("metric").is_in(
+            [m for m, metric in METRICS.items() if OPERATING in metric.families.values()]))
+        values = pl.concat([values, reached.select(
+            *keys, column=pl.concat_str(name, pl.lit("_threshold")), value="threshold")])
+    out = values.pivot(on="column", index=keys, values="value", maintain_order=True)
+    filled = [c for c in out.columns if c in by or out[c].null_count() < out.height]
+    reached = [c for c in filled if c.endswith("_threshold") and c not in keys]
+    ordered = [x for c in filled if c not in reached
+               for x in (c, *(r for r in reached if r == f"{c}_threshold"))]
+    out = out.select(ordered)
+    return out.sort([k for k in keys if k in out.columns], nulls_last=False,
+                    maintain_order=True)
 
 
 def _unpack_segment(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:

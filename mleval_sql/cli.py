@@ -134,6 +134,9 @@ def _add_evaluate(commands: argparse._SubParsersAction) -> None:
     cmd.add_argument("--n-bins", type=int, default=DEFAULTS["n_bins"], metavar="N",
                      help="equal-width score bins of calibration_error (default: "
                           f"{DEFAULTS['n_bins']})")
+    cmd.add_argument("--wide", action="store_true",
+                     help="one row per segment and label, one column per metric (and average) "
+                          "instead of one row per value")
     _add_output(cmd)
     cmd.set_defaults(run=run_evaluate)
 
@@ -260,7 +263,7 @@ def evaluate(args: argparse.Namespace) -> pl.DataFrame:
         "bins": args.bins, "average": args.average, "beta": args.beta, "k": args.k,
         "zero_division": ZERO_DIVISION[args.zero_division], "max_fpr": args.max_fpr,
         "min_recall": args.min_recall, "min_precision": args.min_precision,
-        "n_bins": args.n_bins,
+        "n_bins": args.n_bins, "wide": args.wide,
     }
     metrics = [name.strip() for arg in args.metric for name in arg.split(",") if name.strip()]
     if metrics:
