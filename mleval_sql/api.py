@@ -11,6 +11,7 @@ tidy the rows.
 from __future__ import annotations
 
 import difflib
+import logging
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -43,6 +44,7 @@ from mleval_sql.schema import (
 )
 from mleval_sql.sources import as_source
 
+LOG = logging.getLogger("mleval_sql")
 DEFAULT_METRICS = ("accuracy", "precision", "recall", "f1")
 CurveKind = Literal["roc", "pr", "sweep", "reliability"]
 #: Parameters shown as a result column on the rows of the metrics that use them.
@@ -233,6 +235,9 @@ def _prepared(source: Any, *, by: list[str], task: Task | None, engine: EngineNa
     schema = src.schema()
     cols = Columns.from_mapping(columns).for_schema(schema)
     weight = check_columns(schema, cols, by)
+    if weight is not None:
+        LOG.info("counts are weighted by column %r (columns={'weight': None}, --column weight= "
+                 "to ignore it)", weight)
     options: dict[str, Any] = {"memory_limit": memory_limit}
     if engine == "duckdb":
         options["connection"] = connection

@@ -20,8 +20,10 @@ warnings raised while evaluating print as ``mleval: note: <message>``.
 from __future__ import annotations
 
 import argparse
+import logging
 import math
 import sys
+import textwrap
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -66,6 +68,10 @@ class _Parser(argparse.ArgumentParser):
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``mleval`` with ``argv`` (default: the process arguments); return the exit code."""
     parser = build_parser()
+    notes = _Notes()
+    log = logging.getLogger("mleval_sql")
+    log.addHandler(notes)
+    log.setLevel(logging.INFO)
     try:
         args = parser.parse_args(argv)
         return int(args.run(args))
@@ -77,6 +83,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _error(str(error))
     except KeyboardInterrupt:
         return 130
+    finally:
+        log.removeHandler(notes)
+
+
+class _Notes(logging.Handler):
+    """What the library logs (e.g. that counts are weighted) as ``mleval: note:`` lines."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        _say("note", record.getMessage())
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -119,7 +134,8 @@ def _add_evaluate(commands: argparse._SubParsersAction) -> None:
     cmd.add_argument("--beta", type=float, default=DEFAULTS["beta"],
                      help="the beta of fbeta (default: 1)")
     cmd.add_argument("--k", type=int, default=DEFAULTS["k"],
-                     help="the k of top_k_accuracy (default: 2)")
+                     help="the k of top_k_accuracy, precision_at_k and recall_at_k "
+                          "(default: 2)")
     cmd.add_argument("--zero-division", choices=tuple(ZERO_DIVISION), default="null",
                      help="the value of 0/0 (default: null)")
     cmd.add_argument("--max-fpr", type=float, default=DEFAULTS["max_fpr"], metavar="X",
@@ -168,7 +184,7 @@ def _add_source(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("inputs", nargs="+", metavar="INPUT",
                      help="parquet file, glob or hive-partitioned folder")
     cmd.add_argument("--by", action="append", default=[], metavar="COL",
-                     help="segment column (repeatable)")
+                     help="segment columns, repeatable or comma-separated: --by model,dataset")
     cmd.add_argument("--task", choices=TASKS, help="default: inferred from the data")
     cmd.add_argument("--engine", choices=("duckdb", "polars"), default="duckdb")
     cmd.add_argument("--column", action="append", default=[], type=_column, metavar="ROLE=NAME",
@@ -229,9 +245,15 @@ def run_curve(args: argparse.Namespace) -> int:
     if args.plot is not None:
         check_target(args.plot)  # before the scan: a missing matplotlib should not cost one
     result = curve(args)
-    emit(result, fmt, args.output)
+    if args.plot is None or args.output is not None or args.format is not None:
+        emit(result, fmt, args.output)
     if args.plot is not None:
-        plot_curve(result, args.kind, args.plot, by=args.by)
+        plot_curve(result, args.kind, args.plot, by=_source_options(args)["by"],
+                   areas=not (args.kind == "pr" and args.drop_intermediate))
+        if args.output is None and args.format is None:  # the plot instead of a long table
+            keys = [*_source_options(args)["by"], "label"]
+            sys.stdout.write(f"wrote {args.plot}: {result.select(keys).n_unique()} curve(s), "
+                             f"{result.height} points (-o FILE or --format for the table)\n")
     return 0
 
 
@@ -279,7 +301,8 @@ def curve(args: argparse.Namespace) -> pl.DataFrame:
 
 
 def _source_options(args: argparse.Namespace) -> dict[str, Any]:
-    return {"by": args.by, "task": args.task, "engine": args.engine,
+    by = [name.strip() for arg in args.by for name in arg.split(",") if name.strip()]
+    return {"by": by, "task": args.task, "engine": args.engine,
             "columns": dict(args.column), "memory_limit": args.memory_limit}
 
 
@@ -320,11 +343,30 @@ def table(frame: pl.DataFrame) -> str:
         return str(frame)
 
 
+#: ``mleval metrics`` fits a terminal this wide
+METRICS_WIDTH = 100
+
+
 def run_metrics(args: argparse.Namespace) -> int:
-    rows = [{"metric": m.name, "summary": m.summary, "tasks": ", ".join(_tasks(m)),
-             "averages": averages_text(m)} for m in METRICS.values()]
-    sys.stdout.write(table(pl.DataFrame(rows)) + "\n")
+    sys.stdout.write(metrics_text())
     return 0
+
+
+def metrics_text(width: int = METRICS_WIDTH) -> str:
+    """Every metric: its name, then its summary, tasks and averages wrapped beside it.
+
+    >>> print(metrics_text().splitlines()[0])
+    tp                               true positives: weight of true labels predicted positive
+    """
+    indent = " " * (max(map(len, METRICS)) + 2)
+    blocks = []
+    for m in METRICS.values():
+        wrap = textwrap.TextWrapper(width - len(indent), break_on_hyphens=False).wrap
+        lines = [*wrap(m.summary),
+                 *wrap(f"tasks: {', '.join(_tasks(m))}; averages: {averages_text(m)}")]
+        blocks.append("\n".join(f"{(m.name if i == 0 else ''):<{len(indent)}}{line}"
+                                for i, line in enumerate(lines)))
+    return "\n".join(blocks) + "\n"
 
 
 def _tasks(metric: Metric) -> list[str]:
