@@ -22,6 +22,7 @@ from typing import Any, Literal
 import polars as pl
 
 from mleval_sql.engines import Engine, EngineName, make_engine
+from mleval_sql.progress import stage
 from mleval_sql.registry import (
     AVERAGES,
     CURVES,
@@ -243,7 +244,8 @@ def _prepared(source: Any, *, by: list[str], task: Task | None, engine: EngineNa
         options["connection"] = connection
     runner = make_engine(engine, src, cols, weight, by, **options)
     try:
-        summary = runner.summary()
+        with stage("checks"):
+            summary = runner.summary()
         task = check_summary(summary, cols, weight, task)
         yield runner, task, lambda metrics: check_probabilities(summary, cols, metrics)
     finally:
