@@ -4,10 +4,12 @@ weights, one sample, every label true or none) on both engines, against the same
 from __future__ import annotations
 
 import polars as pl
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mleval_sql as me
+from mleval_sql.engines import ENGINES
 from mleval_sql.registry import METRICS
 from tests.helpers import assert_same_rows
 from tests.oracle import expected
@@ -31,7 +33,7 @@ def tables(draw: st.DrawFn, task: str) -> pl.DataFrame:
     return pl.DataFrame(rows, orient="row", schema=["sample", "label", "score", "truth", "weight"])
 
 
-def _check(frame: pl.DataFrame, task: str, zero_division: float | None) -> None:
+def _check(frame: pl.DataFrame, task: str, zero_division: float | None, engine: str) -> None:
     """Every metric of the task; one evaluate call per set of averages the metrics share."""
     params = {**DEFAULT_PARAMS, "zero_division": zero_division}
     groups: dict[tuple[str, ...], list[str]] = {}
@@ -41,29 +43,31 @@ def _check(frame: pl.DataFrame, task: str, zero_division: float | None) -> None:
     for averages, names in groups.items():
         want = pl.concat([expected(frame, task, name, averages or ("none",), [], params)
                           for name in names], how="diagonal_relaxed")
-        for engine in ("duckdb", "polars"):
-            got = me.evaluate(frame, names, task=task, engine=engine,
-                              average=averages or None, **params)
-            assert_same_rows(got, want, [])
+        got = me.evaluate(frame, names, task=task, engine=engine, average=averages or None,
+                          **params)
+        assert_same_rows(got, want, [])
 
 
 SETTINGS = settings(max_examples=15, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.parametrize("engine", ENGINES)  # not the fixture: hypothesis reruns the body
 @SETTINGS
 @given(frame=tables("binary"), zero_division=st.sampled_from([None, 0, 1]))
-def test_binary_edge_cases(frame, zero_division):
-    _check(frame, "binary", zero_division)
+def test_binary_edge_cases(engine, frame, zero_division):
+    _check(frame, "binary", zero_division, engine)
 
 
+@pytest.mark.parametrize("engine", ENGINES)  # not the fixture: hypothesis reruns the body
 @SETTINGS
 @given(frame=tables("multilabel"), zero_division=st.sampled_from([None, 0, 1]))
-def test_multilabel_edge_cases(frame, zero_division):
-    _check(frame, "multilabel", zero_division)
+def test_multilabel_edge_cases(engine, frame, zero_division):
+    _check(frame, "multilabel", zero_division, engine)
 
 
+@pytest.mark.parametrize("engine", ENGINES)  # not the fixture: hypothesis reruns the body
 @SETTINGS
 @given(frame=tables("multiclass"), zero_division=st.sampled_from([None, 0, 1]))
-def test_multiclass_edge_cases(frame, zero_division):
-    _check(frame, "multiclass", zero_division)
+def test_multiclass_edge_cases(engine, frame, zero_division):
+    _check(frame, "multiclass", zero_division, engine)

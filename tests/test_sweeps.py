@@ -302,13 +302,13 @@ def _tables(draw: st.DrawFn) -> pl.DataFrame:
     return pl.DataFrame(rows, orient="row", schema=["sample", "label", "score", "truth", "weight"])
 
 
+@pytest.mark.parametrize("engine_name", ["duckdb", "polars"])
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frame=_tables())
-def test_sweeps_of_tiny_tables(frame):
+def test_sweeps_of_tiny_tables(engine_name, frame):
     thresholds = [-1.0, 0.0, 0.5, 0.75, 1.0, 2.0]
-    for engine in ("duckdb", "polars"):
-        common = {"task": "multilabel", "engine": engine, "average": AVERAGES}
-        swept = me.evaluate(frame, SWEPT, thresholds=thresholds, **common)
-        for t in thresholds:
-            single = me.evaluate(frame, SWEPT, threshold=t, **common)
-            assert_same_rows(swept.filter(pl.col("threshold") == t), single, [], rel=1e-12)
+    common = {"task": "multilabel", "engine": engine_name, "average": AVERAGES}
+    swept = me.evaluate(frame, SWEPT, thresholds=thresholds, **common)
+    for t in thresholds:
+        single = me.evaluate(frame, SWEPT, threshold=t, **common)
+        assert_same_rows(swept.filter(pl.col("threshold") == t), single, [], rel=1e-12)
