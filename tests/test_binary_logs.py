@@ -3,6 +3,8 @@ label, named after the score column, and the numbers of the same table with a la
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 import pytest
 
@@ -85,3 +87,23 @@ def test_command_line(tmp_path, capsys, log, engine_name):
     assert_same_rows(got, want, ["region"])
     assert main(["curve", str(path), *common, "--kind", "pr", "--format", "csv"]) == 0
     assert pl.read_csv(capsys.readouterr().out.encode()).height > 1
+
+
+@pytest.mark.parametrize("engine_name", ["duckdb", "polars"])
+def test_report_job_on_a_csv_log_without_labels(tmp_path, engine_name):
+    """The report job reads a binary CSV log without a label column like evaluate does."""
+    pytest.importorskip("jinja2")
+    root = Path(__file__).resolve().parent.parent
+    clicks = root / "fixtures" / "clicks.csv"
+    columns = {"sample": "id", "score": "prob", "truth": "clicked"}
+    job = {"title": "clicks", "engine": engine_name, "segments": ["country"],
+           "metrics": ["roc_auc", "f1"], "columns": columns,
+           "sources": [{"path": str(clicks), "model": "clicks"}],
+           "curves": {"kinds": ["roc", "sweep"], "bins": 4}}
+    me.report(job, tmp_path / "out")
+    got = pl.read_parquet(tmp_path / "out" / "metrics.parquet").filter(
+        pl.col("segmentation") == "country")
+    want = me.evaluate(str(clicks), ["roc_auc", "f1"], by="country", columns=columns,
+                       engine=engine_name)
+    assert set(got["label"]) == {"prob"}
+    assert_same_rows(got.select(want.columns), want, ["country"], rel=1e-12)
