@@ -76,7 +76,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     log.setLevel(logging.INFO)
     try:
         args = parser.parse_args(argv)
-        return int(args.run(args))
+        code = int(args.run(args))
+        notes.flush_notes()
+        return code
     except (UsageError, me.InputError, PlotError, OSError) as error:
         return _error(str(error))
     except (pl.exceptions.PolarsError, duckdb.Error) as error:
@@ -90,10 +92,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 class _Notes(logging.Handler):
-    """What the library logs (e.g. that counts are weighted) as ``mleval: note:`` lines."""
+    """What the library logs (e.g. that counts are weighted) as ``mleval: note:`` lines, each
+    once, after a run that succeeded (a failed run prints its error line alone)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.messages: dict[str, None] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
-        _say("note", record.getMessage())
+        self.messages[record.getMessage()] = None
+
+    def flush_notes(self) -> None:
+        for message in self.messages:
+            _say("note", message)
+        self.messages.clear()
 
 
 def build_parser() -> argparse.ArgumentParser:
