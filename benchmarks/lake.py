@@ -11,6 +11,9 @@ that every engine's numbers equal scikit-learn's. Steps:
 - ``exact-<engine>``: ROC AUC and average precision per (segment, label), plus precision,
   recall, F1 at 0.5 per label and macro-averaged, in one request;
 - ``binned-<engine>``: the same decision metrics at 101 thresholds (``bins=100``);
+- ``sweep-<engine>``: the same decision metrics at three listed thresholds (0.1, 0.3, 0.5),
+  to be read against ``threshold-<engine>``, the decision metrics at 0.5 alone: a listed sweep
+  is one scan into buckets between the thresholds, so it should cost about one threshold's run;
 - ``sklearn``: the same numbers per group after loading the columns with pyarrow;
 - ``checks-<engine>``: only the input checks every request starts with (a sample's rows span
   its labels, so they group by sample: the part of each request a plain scan does not pay for);
@@ -45,7 +48,9 @@ LABELS = 10
 SEGMENTS = 8
 EXACT = ["roc_auc", "average_precision", "precision", "recall", "f1"]
 DECISIONS = ["precision", "recall", "f1"]
-STEPS = ("exact-duckdb", "exact-polars", "binned-duckdb", "binned-polars", "checks-duckdb",
+SWEEP = [0.1, 0.3, 0.5]
+STEPS = ("exact-duckdb", "exact-polars", "binned-duckdb", "binned-polars", "sweep-duckdb",
+         "sweep-polars", "threshold-duckdb", "threshold-polars", "checks-duckdb",
          "checks-polars", "sklearn", "scan")
 CLASSES, CLUSTERS = 50, 60
 CLUSTER_METRICS = ["adjusted_rand", "rand", "mutual_info", "normalized_mutual_info",
@@ -157,9 +162,11 @@ def run_step(step: str, lake: Path, memory_limit: str | None) -> dict:
         frame = me.evaluate(str(lake), EXACT, by="segment", task="multilabel", engine=engine,
                             average=["none", "macro"], memory_limit=memory_limit)
     else:
+        sweep = {"binned": {"bins": 100}, "sweep": {"thresholds": SWEEP},
+                 "threshold": {"threshold": 0.5}}[kind]
         frame = me.evaluate(str(lake), DECISIONS, by="segment", task="multilabel",
-                            engine=engine, bins=100, average=["none", "macro"],
-                            memory_limit=memory_limit)
+                            engine=engine, average=["none", "macro"],
+                            memory_limit=memory_limit, **sweep)
     return {_key(r): r["value"] for r in frame.iter_rows(named=True)}
 
 
@@ -294,8 +301,8 @@ def main() -> None:
         for r in rows:
             oracle = oracles.get("cluster-sklearn" if r["step"].startswith("cluster-")
                                  else "sklearn")
-            if oracle and r["step"].startswith(("exact", "binned", "cluster-duckdb",
-                                                "cluster-polars")):
+            if oracle and r["step"].startswith(("exact", "binned", "sweep", "threshold",
+                                                "cluster-duckdb", "cluster-polars")):
                 r["max_rel_diff"] = agreement(r["numbers"], oracle)
         print(report(rows, samples), "\n", flush=True)
         summary.append({"samples": samples, "steps": {r["step"]: r["seconds"] for r in rows}})

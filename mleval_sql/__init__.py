@@ -5,11 +5,13 @@
 ['accuracy', 'adjusted_accuracy', 'adjusted_mutual_info']
 """
 
+from mleval_sql import plot
 from mleval_sql.api import check, curve, evaluate
 from mleval_sql.dialects import sql
 from mleval_sql.registry import METRICS
 from mleval_sql.reporting import report
 from mleval_sql.schema import Columns, InputError
 
-__all__ = ["METRICS", "Columns", "InputError", "check", "curve", "evaluate", "report", "sql"]
+__all__ = ["METRICS", "Columns", "InputError", "check", "curve", "evaluate", "plot", "report",
+           "sql"]
 __version__ = "0.1.0"

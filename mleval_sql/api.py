@@ -11,7 +11,9 @@ tidy the rows.
 from __future__ import annotations
 
 import difflib
+import logging
 import math
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -21,6 +23,7 @@ import polars as pl
 
 from mleval_sql import clustering
 from mleval_sql.engines import Engine, EngineName, make_engine
+from mleval_sql.progress import stage
 from mleval_sql.registry import (
     AVERAGE_METHODS,
     AVERAGES,
@@ -28,6 +31,7 @@ from mleval_sql.registry import (
     DECISIONS,
     FUSED,
     METRICS,
+    OPERATING,
     SAMPLES,
     STEPS,
     SWEEP,
@@ -44,6 +48,7 @@ from mleval_sql.schema import (
 )
 from mleval_sql.sources import as_source
 
+LOG = logging.getLogger("mleval_sql")
 DEFAULT_METRICS = ("accuracy", "precision", "recall", "f1")
 CurveKind = Literal["roc", "pr", "sweep", "reliability"]
 #: Parameters shown as a result column on the rows of the metrics that use them.
@@ -97,6 +102,7 @@ def evaluate(
     columns: Mapping[str, str | None] | None = None,
     memory_limit: str | None = None,
     connection: Any = None,
+    wide: bool = False,
 ) -> pl.DataFrame:
     """Metrics of the predictions in ``source``, one tidy row per value.
 
@@ -114,6 +120,9 @@ def evaluate(
     information divide by.
 
     Returns ``*by, metric, average, label, [predicted, threshold, <parameters>,] value``, sorted.
+    ``wide=True``: one row per segment (and label, sweep threshold, predicted class where they
+    apply) and one column per metric (``f1``) or metric and average (``f1_macro``), see
+    :func:`widen`.
 
     >>> result = evaluate("fixtures/lake", ["roc_auc", "f1"], by="model", average="macro")
     >>> result.select("model", "metric", pl.col("value").round(4)).rows()
@@ -143,7 +152,8 @@ def evaluate(
                              "and multilabel tasks")
         results = runner.results(plan.steps(), params,
                                  numeric_truth=task in ("regression", "clustering"))
-    return _tidy(plan, results, params, by)
+    tidy = _tidy(plan, results, params, by)
+    return widen(tidy, by, sweep=params["thresholds"] is not None) if wide else tidy
 
 
 def check(
@@ -248,17 +258,24 @@ def _prepared(source: Any, *, by: list[str], task: Task | None, engine: EngineNa
               connection: Any) -> Iterator[tuple[Engine, Task, Any]]:
     """An engine over the checked input, the task, and the checks that depend on the metrics
     asked (scores as probabilities; clustering: weights as counts)."""
-    cols = Columns.from_mapping(columns)
+    _memory_limit(memory_limit)
     src = as_source(source)
     schema = src.schema()
+    cols = Columns.from_mapping(columns)
     clusters = clustering.is_clustering(schema, cols, by, task, mapped=set(columns or ()))
+    if not clusters:
+        cols = cols.for_schema(schema)
     weight = (clustering.check_columns if clusters else check_columns)(schema, cols, by)
+    if weight is not None:
+        LOG.info("counts are weighted by column %r (columns={'weight': None}, --column weight= "
+                 "to ignore it)", weight)
     options: dict[str, Any] = {"memory_limit": memory_limit, "clustering": clusters}
     if engine == "duckdb":
         options["connection"] = connection
     runner = make_engine(engine, src, cols, weight, by, **options)
     try:
-        summary = runner.summary()
+        with stage("checks"):
+            summary = runner.summary()
         if clusters:
             yield runner, clustering.check_summary(summary, cols, weight), (
                 lambda metrics: clustering.check_whole_weights(summary, weight, metrics))
@@ -267,6 +284,19 @@ def _prepared(source: Any, *, by: list[str], task: Task | None, engine: EngineNa
         yield runner, task, lambda metrics: check_probabilities(summary, cols, metrics)
     finally:
         runner.close()
+
+
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B)\s*", re.IGNORECASE)
+
+
+def _memory_limit(limit: str | None) -> None:
+    """A size with a unit, checked here rather than left to DuckDB's parser's wording."""
+    if limit is None:
+        return
+    size = _SIZE.fullmatch(limit) if isinstance(limit, str) else None
+    if size is None or float(size.group(1)) <= 0:
+        raise InputError(f"memory_limit must be a positive size with a unit, such as 500MB, "
+                         f"2GB or 1.5GiB (KB, MB, GB, TB or KiB, MiB, GiB, TiB), got {limit!r}")
 
 
 def _names(metrics: str | Sequence[str]) -> list[str]:
@@ -412,6 +442,38 @@ def _tidy(plan: _Plan, results: dict[str, pl.DataFrame], params: dict[str, objec
     order = [*by, "metric", "average", "label", *optional, "value"]
     return out.select(order).sort([*by, "metric", "average", "label", *optional],
                                   nulls_last=False, maintain_order=True)
+
+
+def widen(tidy: pl.DataFrame, by: Sequence[str], *, sweep: bool = False) -> pl.DataFrame:
+    """The tidy rows of :func:`evaluate` as a table for reading: one row per segment and label
+    (and threshold in a sweep, predicted class for a confusion matrix), one column per metric
+    (per-label and whole-segment values: ``f1``) or metric and average (``f1_macro``). An
+    operating point's threshold gets a column of its own (``max_f1_threshold``); parameters
+    (beta, k...) are those of the request and are left out. Columns nobody fills are dropped.
+
+    >>> rows = pl.DataFrame({"metric": ["f1", "f1"], "average": [None, "macro"],
+    ...                      "label": ["a", None], "threshold": [0.5, 0.5], "value": [0.4, 0.4]})
+    >>> widen(rows, []).columns
+    ['label', 'f1', 'f1_macro']
+    """
+    keys = [*by, "label", *(["threshold"] if sweep else []),
+            *(["predicted"] if "predicted" in tidy.columns else [])]
+    name = pl.when(pl.col("average").is_null()).then(pl.col("metric")).otherwise(
+        pl.concat_str("metric", pl.lit("_"), "average"))
+    values = tidy.select(*keys, column=name, value=pl.col("value"))
+    if not sweep and "threshold" in tidy.columns:  # where an operating point is reached
+        reached = tidy.filter(pl.col("metric").is_in(
+            [m for m, metric in METRICS.items() if OPERATING in metric.families.values()]))
+        values = pl.concat([values, reached.select(
+            *keys, column=pl.concat_str(name, pl.lit("_threshold")), value="threshold")])
+    out = values.pivot(on="column", index=keys, values="value", maintain_order=True)
+    filled = [c for c in out.columns if c in by or out[c].null_count() < out.height]
+    reached = [c for c in filled if c.endswith("_threshold") and c not in keys]
+    ordered = [x for c in filled if c not in reached
+               for x in (c, *(r for r in reached if r == f"{c}_threshold"))]
+    out = out.select(ordered)
+    return out.sort([k for k in keys if k in out.columns], nulls_last=False,
+                    maintain_order=True)
 
 
 def _unpack_segment(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:

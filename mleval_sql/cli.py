@@ -23,8 +23,10 @@ warnings raised while evaluating print as ``mleval: note: <message>``.
 from __future__ import annotations
 
 import argparse
+import logging
 import math
 import sys
+import textwrap
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -70,9 +72,15 @@ class _Parser(argparse.ArgumentParser):
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``mleval`` with ``argv`` (default: the process arguments); return the exit code."""
     parser = build_parser()
+    notes = _Notes()
+    log = logging.getLogger("mleval_sql")
+    log.addHandler(notes)
+    log.setLevel(logging.INFO)
     try:
         args = parser.parse_args(argv)
-        return int(args.run(args))
+        code = int(args.run(args))
+        notes.flush_notes()
+        return code
     except (UsageError, me.InputError, PlotError, OSError) as error:
         return _error(str(error))
     except (pl.exceptions.PolarsError, duckdb.Error) as error:
@@ -81,6 +89,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _error(str(error))
     except KeyboardInterrupt:
         return 130
+    finally:
+        log.removeHandler(notes)
+
+
+class _Notes(logging.Handler):
+    """What the library logs (e.g. that counts are weighted) as ``mleval: note:`` lines, each
+    once, after a run that succeeded (a failed run prints its error line alone)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.messages: dict[str, None] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages[record.getMessage()] = None
+
+    def flush_notes(self) -> None:
+        for message in self.messages:
+            _say("note", message)
+        self.messages.clear()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -126,7 +153,8 @@ def _add_evaluate(commands: argparse._SubParsersAction) -> None:
     cmd.add_argument("--beta", type=float, default=DEFAULTS["beta"],
                      help="the beta of fbeta (default: 1)")
     cmd.add_argument("--k", type=int, default=DEFAULTS["k"],
-                     help="the k of top_k_accuracy (default: 2)")
+                     help="the k of top_k_accuracy, precision_at_k and recall_at_k "
+                          "(default: 2)")
     cmd.add_argument("--zero-division", choices=tuple(ZERO_DIVISION), default="null",
                      help="the value of 0/0 (default: null)")
     cmd.add_argument("--max-fpr", type=float, default=DEFAULTS["max_fpr"], metavar="X",
@@ -145,6 +173,9 @@ def _add_evaluate(commands: argparse._SubParsersAction) -> None:
                      default=DEFAULTS["average_method"],
                      help="the mean of the two entropies normalized_mutual_info and "
                           f"adjusted_mutual_info divide by (default: {DEFAULTS['average_method']})")
+    cmd.add_argument("--wide", action="store_true",
+                     help="one row per segment and label, one column per metric (and average) "
+                          "instead of one row per value")
     _add_output(cmd)
     cmd.set_defaults(run=run_evaluate)
 
@@ -176,7 +207,7 @@ def _add_source(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("inputs", nargs="+", metavar="INPUT",
                      help="parquet file, glob or hive-partitioned folder")
     cmd.add_argument("--by", action="append", default=[], metavar="COL",
-                     help="segment column (repeatable)")
+                     help="segment columns, repeatable or comma-separated: --by model,dataset")
     cmd.add_argument("--task", choices=TASKS, help="default: inferred from the data")
     cmd.add_argument("--engine", choices=("duckdb", "polars"), default="duckdb")
     cmd.add_argument("--column", action="append", default=[], type=_column, metavar="ROLE=NAME",
@@ -238,9 +269,15 @@ def run_curve(args: argparse.Namespace) -> int:
     if args.plot is not None:
         check_target(args.plot)  # before the scan: a missing matplotlib should not cost one
     result = curve(args)
-    emit(result, fmt, args.output)
+    if args.plot is None or args.output is not None or args.format is not None:
+        emit(result, fmt, args.output)
     if args.plot is not None:
-        plot_curve(result, args.kind, args.plot, by=args.by)
+        plot_curve(result, args.kind, args.plot, by=_source_options(args)["by"],
+                   areas=not (args.kind == "pr" and args.drop_intermediate))
+        if args.output is None and args.format is None:  # the plot instead of a long table
+            keys = [*_source_options(args)["by"], "label"]
+            sys.stdout.write(f"wrote {args.plot}: {result.select(keys).n_unique()} curve(s), "
+                             f"{result.height} points (-o FILE or --format for the table)\n")
     return 0
 
 
@@ -272,7 +309,7 @@ def evaluate(args: argparse.Namespace) -> pl.DataFrame:
         "bins": args.bins, "average": args.average, "beta": args.beta, "k": args.k,
         "zero_division": ZERO_DIVISION[args.zero_division], "max_fpr": args.max_fpr,
         "min_recall": args.min_recall, "min_precision": args.min_precision,
-        "n_bins": args.n_bins, "average_method": args.average_method,
+        "n_bins": args.n_bins, "average_method": args.average_method, "wide": args.wide,
     }
     metrics = [name.strip() for arg in args.metric for name in arg.split(",") if name.strip()]
     if metrics:
@@ -288,7 +325,8 @@ def curve(args: argparse.Namespace) -> pl.DataFrame:
 
 
 def _source_options(args: argparse.Namespace) -> dict[str, Any]:
-    return {"by": args.by, "task": args.task, "engine": args.engine,
+    by = [name.strip() for arg in args.by for name in arg.split(",") if name.strip()]
+    return {"by": by, "task": args.task, "engine": args.engine,
             "columns": dict(args.column), "memory_limit": args.memory_limit}
 
 
@@ -329,11 +367,30 @@ def table(frame: pl.DataFrame) -> str:
         return str(frame)
 
 
+#: ``mleval metrics`` fits a terminal this wide
+METRICS_WIDTH = 100
+
+
 def run_metrics(args: argparse.Namespace) -> int:
-    rows = [{"metric": m.name, "summary": m.summary, "tasks": ", ".join(_tasks(m)),
-             "averages": averages_text(m)} for m in METRICS.values()]
-    sys.stdout.write(table(pl.DataFrame(rows)) + "\n")
+    sys.stdout.write(metrics_text())
     return 0
+
+
+def metrics_text(width: int = METRICS_WIDTH) -> str:
+    """Every metric: its name, then its summary, tasks and averages wrapped beside it.
+
+    >>> print(metrics_text().splitlines()[0])
+    tp                               true positives: weight of true labels predicted positive
+    """
+    indent = " " * (max(map(len, METRICS)) + 2)
+    blocks = []
+    for m in METRICS.values():
+        wrap = textwrap.TextWrapper(width - len(indent), break_on_hyphens=False).wrap
+        lines = [*wrap(m.summary),
+                 *wrap(f"tasks: {', '.join(_tasks(m))}; averages: {averages_text(m)}")]
+        blocks.append("\n".join(f"{(m.name if i == 0 else ''):<{len(indent)}}{line}"
+                                for i, line in enumerate(lines)))
+    return "\n".join(blocks) + "\n"
 
 
 def _tasks(metric: Metric) -> list[str]:

@@ -17,6 +17,7 @@ b'\x89PNG'
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -95,9 +96,24 @@ def check_target(path: str | os.PathLike[str]) -> None:
                         f"{kinds}")
 
 
+#: more segments than this, or more lines than MAX_LINES, are drawn as small multiples, one
+#: panel per segment
+SMALL_MULTIPLES = 4
+MAX_LINES = 8
+#: at most this many panels (a larger figure reads no better: filter the table first)
+MAX_PANELS = 64
+
+
 def figure(table: pl.DataFrame, kind: str, *, by: Sequence[str] = (),
-           title: str | None = None) -> Figure:
+           title: str | None = None, areas: bool = True) -> Figure:
     """The curves of ``table`` (a ``mleval_sql.curve`` result of ``kind``) as a Figure.
+
+    One line per (segment, label); the label is left out of the legend when the table has one
+    (binary). With ``areas``, each ROC line's legend gives its AUC and each PR line its average
+    precision, computed from the table's points (the trapezoids of ROC, scikit-learn's step-wise
+    sum of PR: equal to ``roc_auc`` and ``average_precision`` when the PR table keeps every
+    point, as ``curve`` does by default). More than ``SMALL_MULTIPLES`` segments, or more than
+    ``MAX_LINES`` lines, are drawn as small multiples: one panel per segment, sharing axes.
 
     >>> import mleval_sql as me
     >>> fig = figure(me.curve("fixtures/lake", "pr", by="model"), "pr", by=["model"])
@@ -108,45 +124,92 @@ def figure(table: pl.DataFrame, kind: str, *, by: Sequence[str] = (),
         raise PlotError(f"unknown curve kind {kind!r}; kinds are {list(STYLES)}")
     figure_class, canvas = _matplotlib()
     style = STYLES[kind]
-    fig = figure_class(figsize=(6.4, 5.2), layout="constrained")
+    by = list(by)
+    labels = ["label"] if table["label"].n_unique() > 1 else []
+    segments = table.select(by).n_unique() if by else 1
+    many = segments > SMALL_MULTIPLES or segments * table["label"].n_unique() > MAX_LINES
+    panels = (table.partition_by(by, maintain_order=True, as_dict=True) if by and many
+              else {(): table})
+    if len(panels) > MAX_PANELS:
+        raise PlotError(f"{len(panels)} segments are too many to plot (at most {MAX_PANELS}); "
+                        "plot fewer segments or a coarser --by")
+    columns = math.ceil(math.sqrt(len(panels)))
+    rows = math.ceil(len(panels) / columns)
+    size = (6.4, 5.2) if len(panels) == 1 else (3.2 * columns + 0.8, 2.8 * rows + 0.8)
+    fig = figure_class(figsize=size, layout="constrained")
     canvas(fig)
-    ax = fig.add_subplot()
-    if style.diagonal:
-        ax.plot([0, 1], [0, 1], linestyle=":", color="grey", linewidth=1, label="_diagonal")
-    keys = [*by, "label"]
-    for i, (key, group) in enumerate(table.partition_by(keys, maintain_order=True,
-                                                        as_dict=True).items()):
-        _draw(ax, style, group, _name(keys, key), color=f"C{i % 10}")
-    _decorate(ax, style, title)
+    axes = fig.subplots(rows, columns, sharex=True, sharey=True, squeeze=False).ravel()
+    for ax, (segment, panel) in zip(axes, panels.items(), strict=False):
+        if style.diagonal:
+            ax.plot([0, 1], [0, 1], linestyle=":", color="grey", linewidth=1,
+                    label="_diagonal")
+        keys = [*(by if not segment else []), *labels]
+        groups = (panel.partition_by(keys, maintain_order=True, as_dict=True) if keys
+                  else {(): panel})
+        for i, (key, group) in enumerate(groups.items()):
+            name = _name(keys, key)
+            area = _area(group, kind) if areas else None
+            if area is not None:
+                name = f"{name} ({area})" if name else area
+            _draw(ax, style, group, name, color=f"C{i % 10}")
+        panel_title = _name(by, segment) if segment else (title or style.title)
+        _decorate(ax, style, panel_title, axis_labels=len(panels) == 1)
+    for ax in axes[len(panels):]:
+        ax.set_visible(False)
+    if len(panels) > 1:
+        fig.suptitle(title or style.title)
+        fig.supxlabel(style.xlabel)
+        fig.supylabel(style.ylabel)
     return fig
+
+
+def _area(group: pl.DataFrame, kind: str) -> str | None:
+    """``AUC = 0.812`` or ``AP = 0.734`` of one curve's points (threshold descending); None
+    where undefined (no positives, or no negatives for ROC) or for other kinds."""
+    if kind == "roc":
+        x, y = group["fpr"], group["tpr"]
+        if x.null_count() or y.null_count():
+            return None
+        trapezoids = x.diff() * (y + y.shift(1)) / 2
+        return f"AUC = {float(trapezoids.sum()):.3f}"
+    if kind == "pr":
+        recall, precision = group["recall"], group["precision"]
+        if recall.null_count() or recall.is_empty():
+            return None
+        steps = recall.diff().fill_null(recall[0]) * precision.fill_null(0.0)
+        return f"AP = {float(steps.sum()):.3f}"
+    return None
 
 
 def _draw(ax: Axes, style: Style, group: pl.DataFrame, name: str, *, color: str) -> None:
     x = group[style.x].cast(pl.Float64).to_numpy()
     for ys, linestyle in zip(style.ys, LINESTYLES, strict=False):
-        label = name if len(style.ys) == 1 else f"{name}: {ys}"
+        label = name if len(style.ys) == 1 else (f"{name}: {ys}" if name else ys)
         ax.plot(x, group[ys].cast(pl.Float64).to_numpy(), color=color, linestyle=linestyle,
-                drawstyle=style.drawstyle, marker=style.marker, label=label)
+                drawstyle=style.drawstyle, marker=style.marker, label=label or "_nolegend_")
 
 
 def _name(keys: list[str], values: tuple[Any, ...]) -> str:
+    if keys == ["label"]:
+        return str(values[0])
     return ", ".join(f"{k}={v}" for k, v in zip(keys, values, strict=True))
 
 
-def _decorate(ax: Axes, style: Style, title: str | None) -> None:
-    ax.set_xlabel(style.xlabel)
-    ax.set_ylabel(style.ylabel)
-    ax.set_title(title or style.title)
+def _decorate(ax: Axes, style: Style, title: str | None, *, axis_labels: bool = True) -> None:
+    if axis_labels:
+        ax.set_xlabel(style.xlabel)
+        ax.set_ylabel(style.ylabel)
+    ax.set_title(title or style.title, fontsize="medium" if axis_labels else "small")
     if style.unit_square:
         ax.set_xlim(-0.02, 1.02)
     ax.set_ylim(-0.02, 1.02)
     ax.grid(alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc=style.legend, fontsize="small")
+        ax.legend(loc=style.legend, fontsize="small" if axis_labels else "x-small")
 
 
 def plot_curve(table: pl.DataFrame, kind: str, path: str | os.PathLike[str], *,
-               by: Sequence[str] = (), title: str | None = None) -> None:
+               by: Sequence[str] = (), title: str | None = None, areas: bool = True) -> None:
     """Draw the curves of ``table`` (see :func:`figure`) into the image file ``path``.
 
     >>> import tempfile
@@ -158,4 +221,4 @@ def plot_curve(table: pl.DataFrame, kind: str, path: str | os.PathLike[str], *,
     True
     """
     check_target(path)
-    figure(table, kind, by=by, title=title).savefig(path, dpi=120)
+    figure(table, kind, by=by, title=title, areas=areas).savefig(path, dpi=120)

@@ -41,10 +41,39 @@ def parameters(sql: str) -> tuple[str, ...]:
 
 
 def rename_relations(sql: str, names: dict[str, str], dialect: str = "duckdb") -> str:
-    """``sql`` with the relations it reads renamed (quoted), for running beside a user's tables."""
+    """``sql`` with the relations it reads renamed (quoted), for running beside a user's tables.
+
+    The query is parsed and rendered once per (query, relations, dialect), with a placeholder
+    identifier for each relation; each run puts its own quoted names in their place (parsing
+    and rendering cost more than a small input's whole evaluation).
+
+    >>> rename_relations("SELECT * FROM predictions", {"predictions": "run_1 p"})
+    'SELECT * FROM "run_1 p" /* predictions */'
+    """
+    text = _with_placeholders(sql, tuple(sorted(names)), dialect)
+    for old, new in names.items():
+        text = text.replace(_placeholder(old, dialect),
+                            exp.to_identifier(new, quoted=True).sql(dialect))
+    return text
+
+
+def _placeholder(relation: str, dialect: str) -> str:
+    return exp.to_identifier(f"mleval placeholder {relation}", quoted=True).sql(dialect)
+
+
+@cache
+def _with_placeholders(sql: str, relations: tuple[str, ...], dialect: str) -> str:
     tree = sqlglot.parse_one(sql, read="duckdb")
-    quoted = {old: exp.to_identifier(new, quoted=True).sql(dialect) for old, new in names.items()}
-    return exp.replace_tables(tree, quoted).sql(dialect)
+    return exp.replace_tables(tree, {r: _placeholder(r, dialect) for r in relations}).sql(dialect)
+
+
+def string(text: str) -> str:
+    """``text`` as a DuckDB string literal.
+
+    >>> string("it's")
+    "'it''s'"
+    """
+    return exp.Literal.string(text).sql("duckdb")
 
 
 def identifier(name: str) -> str:

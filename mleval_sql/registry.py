@@ -46,7 +46,9 @@ STEPS: dict[str, Step] = {s.name: s for s in (
     Step("ranking_metrics", ("curve_points",), None, ("max_fpr", "micro")),
     Step("operating_points", ("curve_points",), None, ("min_recall", "min_precision")),
     Step("curve_rates", ("curve_points",), None, ("kind", "drop_intermediate")),
-    Step("listed_points", ("score_counts",), "sweep_points", ("thresholds",)),
+    # threshold sweeps: one scan into at most T + 1 buckets per label, then running sums
+    Step("threshold_buckets", ("predictions",), "threshold_buckets", ("thresholds", "bins")),
+    Step("listed_points", ("threshold_buckets",), "sweep_points", ("thresholds",)),
     Step("points_confusion", ("sweep_points",), "confusion_counts"),
     Step("pair_counts", ("predictions",), "pair_counts"),
     Step("ovo_metrics", ("pair_counts",)),
@@ -103,11 +105,11 @@ _SCORED = ("binary", "multilabel", "multiclass")
 RANKING = Family("ranking", "ranking_metrics", dict.fromkeys(_SCORED, _CURVE), LABEL_AVERAGES)
 OPERATING = Family("operating", "operating_points", dict.fromkeys(_SCORED, _CURVE),
                    ("none", "macro"))
-#: Decision metrics at several thresholds: one sorted pass, then counts at each threshold, each
-#: (segment, threshold) becoming one segment for decision_metrics.
+#: Decision metrics at several thresholds: one scan into buckets between the thresholds, then
+#: counts at each threshold, each (segment, threshold) becoming one segment for decision_metrics.
 SWEEP = Family("sweep", "decision_metrics",
                dict.fromkeys(("binary", "multilabel"),
-                             ("score_counts", "listed_points", "points_confusion")),
+                             ("threshold_buckets", "listed_points", "points_confusion")),
                LABEL_AVERAGES)
 OVO = Family("ovo", "ovo_metrics", {"multiclass": ("pair_counts",)}, ("macro", "weighted"))
 LABEL_RANKING = Family("label_ranking", "label_ranking_metrics",

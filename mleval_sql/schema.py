@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Literal
 
 import polars as pl
@@ -30,10 +30,15 @@ class InputError(ValueError):
 
 @dataclass(frozen=True)
 class Columns:
-    """Where each canonical column is found in the user's table (``weight`` is optional)."""
+    """Where each canonical column is found in the user's table.
+
+    ``weight`` is optional, and so is ``label``: without a label column (``label=None``, or the
+    default ``label`` absent from the input) every row is the one label of a binary task, named
+    after the score column (:attr:`single_label`).
+    """
 
     sample: str = "sample"
-    label: str = "label"
+    label: str | None = "label"
     score: str = "score"
     truth: str = "truth"
     weight: str | None = "weight"
@@ -50,16 +55,33 @@ class Columns:
                 f"unknown column role {unknown[0]!r} in columns=; roles are {sorted(known)}"
             )
         for role, name in mapping.items():
-            if name is None and role != "weight":
+            if name is None and role not in ("weight", "label"):
                 raise InputError(f"column role {role!r} needs a column name")
             if name is not None and not isinstance(name, str):
                 raise InputError(f"columns[{role!r}] must be a column name, got {name!r}")
         return cls(**mapping)
 
     def required(self) -> dict[str, str]:
-        """Canonical role -> user column, for the roles every input must have."""
-        return {"sample": self.sample, "label": self.label, "score": self.score,
-                "truth": self.truth}
+        """Canonical role -> user column, for the roles the input must have."""
+        label = {} if self.label is None else {"label": self.label}
+        return {"sample": self.sample, **label, "score": self.score, "truth": self.truth}
+
+    @property
+    def single_label(self) -> str:
+        """The label's name when the input has no label column: the score column's name, which
+        says where the numbers come from (``score``, or ``prob`` for ``columns={"score":
+        "prob"}``)."""
+        return self.score
+
+    def for_schema(self, schema: pl.Schema) -> Columns:
+        """This mapping with the default label column dropped when the input has none (a
+        binary log ``sample, score, truth``); a label column named in the mapping must exist.
+
+        >>> Columns().for_schema(pl.Schema({"sample": pl.Int64, "score": pl.Float64})).label
+        """
+        if self.label == "label" and "label" not in schema.names():
+            return replace(self, label=None)
+        return self
 
 
 def _kind(dtype: pl.DataType) -> str:
@@ -92,6 +114,7 @@ def check_columns(schema: pl.Schema, columns: Columns, by: Sequence[str]) -> str
     if weight is not None and _kind(schema[weight]) != "number":
         raise InputError(f"column {weight!r} (weight) must be numeric, not {schema[weight]}")
     roles = set(columns.required().values()) | {weight}
+    roles.discard(None)
     for name in by:
         if name not in present:
             raise InputError(f"segment column {name!r} is not in the input; "
@@ -114,6 +137,8 @@ SUMMARY_COLUMNS = (
     "nan_truth", "min_score", "max_score", "bad_weight", "min_rows", "max_rows", "dup_rows",
     "min_true", "max_true",
     "uneven_weight", "example_dup", "example_short", "example_not_one_true", "example_weight",
+    "example_null_score", "example_nan_score", "example_bad_truth", "min_bad_truth",
+    "max_bad_truth",
 )
 
 
@@ -137,8 +162,10 @@ def check_summary(summary: pl.DataFrame, columns: Columns, weight: str | None,
         ("null_truth", columns.truth, "null"), truth_check,
     ]:
         if total[key]:
-            raise InputError(f"column {col!r} has {total[key]} {what} value(s) in "
-                             f"{total['n_rows']} rows")
+            count = (f"{total[key]} value(s) {what}" if what.startswith("outside")
+                     else f"{total[key]} {what} value(s)")
+            raise InputError(f"column {col!r} has {count} in "
+                             f"{total['n_rows']} rows{_culprit(summary, key, columns)}")
     if total["bad_weight"]:
         raise InputError(f"column {weight!r} has {total['bad_weight']} null, negative or "
                          "non-finite weight(s)")
@@ -147,11 +174,17 @@ def check_summary(summary: pl.DataFrame, columns: Columns, weight: str | None,
         # the smallest offending sample over all segments: the same on either engine
         return summary.select(pl.col(key).min()).item()
 
+    if total["dup_rows"] and columns.label is None:
+        raise InputError(
+            f"{total['dup_rows']} duplicate {columns.sample!r} row(s), e.g. sample "
+            f"{example('example_dup')!r}: without a label column every sample has one row (a "
+            "binary task); name the label column (columns={'label': ...}, --column label=NAME), "
+            "or the columns of several models or datasets in by= (--by)")
     if total["dup_rows"]:
         raise InputError(
             f"{total['dup_rows']} duplicate ({columns.sample}, {columns.label}) row(s), e.g. "
             f"sample {example('example_dup')!r}; if the input holds several models or datasets, "
-            "name their columns in by=")
+            "name their columns in by= (--by on the command line)")
     if summary.filter(pl.col("min_rows") < pl.col("n_labels")).height:
         raise InputError(
             f"sample {example('example_short')!r} lacks rows for some labels: every sample of a "
@@ -160,6 +193,27 @@ def check_summary(summary: pl.DataFrame, columns: Columns, weight: str | None,
         raise InputError(f"sample {example('example_weight')!r} has different weights on its "
                          f"rows; {weight!r} must be constant within a sample")
     return _task(summary, columns, task)
+
+
+def _culprit(summary: pl.DataFrame, key: str, columns: Columns) -> str:
+    """Where a bad score or truth is: its values' range and the smallest (sample, label) row
+    with one, e.g. ``": 2.0 to 7.0, e.g. 7.0 at sample 's003', label 'a'"``."""
+    example = f"example_{key}"
+    if example not in summary.columns:
+        return ""
+    rows = summary[example].drop_nulls()
+    if rows.is_empty():
+        return ""
+    row = rows.sort().to_list()[0]
+    where = f"sample {row['sample']!r}" + (
+        "" if columns.label is None else f", label {row['label']!r}")
+    if key == "bad_truth":
+        low, high = summary["min_bad_truth"].min(), summary["max_bad_truth"].max()
+        span = f"{low:g}" if low == high else f"{low:g} to {high:g}"
+        return f": {span}, e.g. {row['truth']:g} at {where}"
+    if key == "nan_score":
+        return f", e.g. {row['score']} at {where}"
+    return f", e.g. at {where}"
 
 
 def check_probabilities(summary: pl.DataFrame, columns: Columns, metrics: list[str]) -> None:
@@ -187,6 +241,10 @@ def _task(summary: pl.DataFrame, columns: Columns, task: Task | None) -> Task:
         return "multilabel"
     if task == "regression":
         return task
+    if columns.label is None and task != "binary":
+        raise InputError(f"task {task!r} needs a label column; without one every row is the "
+                         "one label of a binary task (name it with columns={'label': ...}, "
+                         "--column label=NAME)")
     if task == "binary" and not one_row:
         raise InputError(f"task 'binary' needs one row per sample, but some sample has "
                          f"{summary['max_rows'].max()} rows (several labels): use "

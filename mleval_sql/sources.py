@@ -1,8 +1,8 @@
 """Turn whatever holds the predictions into one input either engine can scan.
 
 Parquet (a file, a glob, a list, or a hive-partitioned folder whose ``key=value`` folders become
-columns), a pyarrow Table / RecordBatchReader / Dataset, a polars DataFrame or LazyFrame, a pandas
-DataFrame, or a DuckDB relation.
+columns), CSV (a ``.csv`` file, a glob or a list of them), a pyarrow Table / RecordBatchReader
+/ Dataset, a polars DataFrame or LazyFrame, a pandas DataFrame, or a DuckDB relation.
 
 >>> import polars as pl
 >>> as_source(pl.DataFrame({"sample": [1]})).schema().names()
@@ -41,6 +41,33 @@ class Parquet:
 
     def duckdb(self, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
         return con.read_parquet(list(self.paths), hive_partitioning=True)
+
+
+#: Rows polars reads to infer a CSV file's column types (DuckDB then reads the same types).
+CSV_INFER_ROWS = 100_000
+#: polars types -> DuckDB's, so that both engines read a CSV file's columns alike
+_DUCKDB_TYPES = {pl.Int64: "BIGINT", pl.Float64: "DOUBLE", pl.Boolean: "BOOLEAN",
+                 pl.String: "VARCHAR", pl.Date: "DATE", pl.Datetime: "TIMESTAMP",
+                 pl.Time: "TIME"}
+
+
+@dataclass(frozen=True)
+class Csv:
+    """CSV files with a header: paths or globs, scanned lazily by the engine that runs
+    (``polars.scan_csv``, DuckDB's ``read_csv``) with the column types polars infers."""
+
+    paths: tuple[str, ...]
+
+    def schema(self) -> pl.Schema:
+        return self.polars().collect_schema()
+
+    def polars(self) -> pl.LazyFrame:
+        return pl.scan_csv(list(self.paths), infer_schema_length=CSV_INFER_ROWS)
+
+    def duckdb(self, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+        types = {name: _DUCKDB_TYPES.get(dtype.base_type(), "VARCHAR")
+                 for name, dtype in self.schema().items()}
+        return con.read_csv(list(self.paths), header=True, dtype=types)
 
 
 @dataclass(frozen=True)
@@ -100,7 +127,7 @@ class DuckDBRelation:
             else identifier(n) for n in self.relation.columns))
 
 
-Source = Parquet | InMemory | ArrowDataset | DuckDBRelation
+Source = Parquet | Csv | InMemory | ArrowDataset | DuckDBRelation
 
 
 def as_source(data: Any) -> Source:
@@ -108,10 +135,10 @@ def as_source(data: Any) -> Source:
     if isinstance(data, Source.__args__):  # type: ignore[attr-defined]
         return data
     if isinstance(data, (str, os.PathLike)):
-        return Parquet((_parquet_path(data),))
+        return _files([data])
     if isinstance(data, Sequence) and data and all(isinstance(p, (str, os.PathLike))
                                                    for p in data):
-        return Parquet(tuple(_parquet_path(p) for p in data))
+        return _files(data)
     if isinstance(data, pl.LazyFrame):
         return InMemory(_plain(data))
     if isinstance(data, pl.DataFrame):
@@ -128,7 +155,7 @@ def as_source(data: Any) -> Source:
     if type(data).__module__.split(".")[0] == "pandas":
         return InMemory(_plain(pl.from_pandas(data).lazy()))
     raise InputError(f"cannot read predictions from a {type(data).__name__}; give parquet "
-                     "paths, an Arrow table or dataset, a polars, pandas or DuckDB table")
+                     "or CSV paths, an Arrow table or dataset, a polars, pandas or DuckDB table")
 
 
 def _plain(frame: pl.LazyFrame) -> pl.LazyFrame:
@@ -143,19 +170,46 @@ def _plain(frame: pl.LazyFrame) -> pl.LazyFrame:
     return frame.with_columns(pl.col(coded).cast(pl.String)) if coded else frame
 
 
-def _parquet_path(path: str | os.PathLike[str]) -> str:
+#: File types read from paths (a folder is read as a hive-partitioned parquet lake)
+FILE_TYPES = {".parquet": "parquet", ".csv": "csv"}
+
+
+def _files(paths: Sequence[str | os.PathLike[str]]) -> Parquet | Csv:
+    """Parquet or CSV files, by their extension; one input is of one kind."""
+    found = [_path(p) for p in paths]
+    kinds = {kind for _, kind in found}
+    if len(kinds) > 1:
+        raise InputError("an input is either parquet or CSV files, not both: "
+                         f"{[os.fspath(p) for p in paths]}")
+    texts = tuple(text for text, _ in found)
+    return Csv(texts) if kinds == {"csv"} else Parquet(texts)
+
+
+def _kind(text: str) -> str:
+    suffix = Path(text).suffix.lower()
+    if suffix not in FILE_TYPES:
+        accepted = ", ".join(FILE_TYPES)
+        raise InputError(f"cannot read {text}: unknown file type {suffix or '(none)'!r}; "
+                         f"inputs are {accepted} files, globs of them or a folder of parquet "
+                         "files (other data: read it into a DataFrame first)")
+    return FILE_TYPES[suffix]
+
+
+def _path(path: str | os.PathLike[str]) -> tuple[str, str]:
+    """The path as the engines read it, and its kind (``parquet`` or ``csv``)."""
     text = os.fspath(path)
     if "://" in text:  # object stores: the engines resolve these themselves
-        return text
+        return text, "csv" if text.lower().endswith(".csv") else "parquet"
     if Path(text).is_dir():
         text = str(Path(text) / "**" / "*.parquet")
     if any(ch in text for ch in "*?["):
-        if not glob.glob(text, recursive=True):
-            raise InputError(f"no parquet files match {text}")
-        return text
+        matches = glob.glob(text, recursive=True)
+        if not matches:
+            raise InputError(f"no parquet or CSV files match {text}")
+        kinds = {_kind(m) for m in matches}
+        if len(kinds) > 1:
+            raise InputError(f"{text} matches both parquet and CSV files; an input is one kind")
+        return text, kinds.pop()
     if not Path(text).exists():
         raise InputError(f"no such file or folder: {text}")
-    if Path(text).suffix.lower() in (".csv", ".tsv", ".json", ".jsonl", ".txt"):
-        raise InputError(f"{text} is not parquet; read it into a DataFrame first (e.g. "
-                         "polars.read_csv) or convert it with DataFrame.write_parquet")
-    return text
+    return text, _kind(text)

@@ -2,7 +2,8 @@
 -- Reads:  predictions(sample, label, score, truth, weight, segment)
 -- Gives:  segment, n_rows, n_samples, n_labels, counts of bad values, the score range, rows
 --         and true labels per sample (min/max), duplicate rows, and for each kind of problem the
---         smallest sample of the segment that has it (null when none has).
+--         smallest sample of the segment that has it (null when none has); bad scores and
+--         truths name their row: the smallest (sample, label) with the problem, and the value.
 --   Checks of single values are one aggregate per segment; only what spans a sample's rows is
 --   grouped by sample, and that grouping is kept narrow because it is the expensive one (one
 --   group per sample). Distinct labels of a sample are counted exactly without count(DISTINCT)
@@ -28,7 +29,17 @@ value_checks AS (
         min(score) AS min_score,
         max(score) AS max_score,
         count(*) FILTER (WHERE weight IS NULL OR weight < 0 OR isnan(weight) OR isinf(weight))
-            AS bad_weight
+            AS bad_weight,
+        min(struct_pack(sample := sample, label := label)) FILTER (WHERE score IS NULL)
+            AS example_null_score,
+        min(struct_pack(sample := sample, label := label, score := score))
+            FILTER (WHERE isnan(score) OR isinf(score)) AS example_nan_score,
+        min(struct_pack(sample := sample, label := label, truth := CAST(truth AS DOUBLE)))
+            FILTER (WHERE CAST(truth AS DOUBLE) NOT IN (0, 1)) AS example_bad_truth,
+        min(CAST(truth AS DOUBLE)) FILTER (WHERE CAST(truth AS DOUBLE) NOT IN (0, 1))
+            AS min_bad_truth,
+        max(CAST(truth AS DOUBLE)) FILTER (WHERE CAST(truth AS DOUBLE) NOT IN (0, 1))
+            AS max_bad_truth
     FROM predictions
     GROUP BY segment
 ),
@@ -87,7 +98,8 @@ sample_checks AS (
 SELECT
     s.segment, s.n_rows, s.n_samples, s.n_labels, s.null_sample,
     v.null_label, v.null_score, v.nan_score, v.null_truth, v.bad_truth, v.nan_truth,
-    v.min_score, v.max_score, v.bad_weight,
+    v.min_score, v.max_score, v.bad_weight, v.example_null_score, v.example_nan_score,
+    v.example_bad_truth, v.min_bad_truth, v.max_bad_truth,
     s.min_rows, s.max_rows, s.dup_rows, s.min_true, s.max_true, s.uneven_weight,
     s.example_dup, s.example_short, s.example_not_one_true, s.example_weight
 FROM sample_checks AS s

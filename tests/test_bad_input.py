@@ -91,16 +91,25 @@ CASES = [
     Case("weight not numeric", lambda d: d.with_columns(pl.col("weight").cast(pl.String)),
          ("'weight'", "numeric")),
     # bad values
-    Case("null score", put("score", None), ("'score'", "1 null")),
-    Case("NaN score", put("score", float("nan")), ("'score'", "1 NaN")),
-    Case("infinite score", put("score", float("-inf")), ("'score'", "infinite")),
+    Case("null score", put("score", None), ("'score'", "1 null", "at sample 5, label 'dog'")),
+    Case("NaN score", put("score", float("nan")),
+         ("'score'", "1 NaN", "nan at sample 5, label 'dog'")),
+    Case("infinite score", put("score", float("-inf")),
+         ("'score'", "infinite", "-inf at sample 5, label 'dog'")),
+    Case("NaN scores name the smallest sample",
+         lambda d: put("score", float("nan"), sample=9, label="cat")(
+             put("score", float("nan"), sample=4, label="eel")(d)),
+         ("2 NaN", "at sample 4, label 'eel'")),
     Case("null score of a mapped column",
          lambda d: put("score", None)(d).rename({"score": "prob"}), ("'prob'", "1 null"),
          {"columns": {"score": "prob"}}),
     Case("null truth", put("truth", None), ("'truth'", "1 null")),
-    Case("truth = 2", put("truth", 2), ("'truth'", "1 outside {0, 1}")),
+    Case("truth = 2", put("truth", 2),
+         ("'truth'", "1 value(s) outside {0, 1}", "2 at sample 5, label 'dog'")),
     Case("truth = 0.5", lambda d: put("truth", 0.5)(d.with_columns(pl.col("truth") * 1.0)),
-         ("'truth'", "1 outside {0, 1}")),
+         ("'truth'", "1 value(s) outside {0, 1}", ": 0.5, e.g. 0.5 at sample 5")),
+    Case("truths -1 and 3", lambda d: put("truth", 3, sample=7)(put("truth", -1, sample=2)(d)),
+         ("'truth'", "2 value(s) outside {0, 1}", ": -1 to 3, e.g. -1 at sample 2")),
     Case("negative weight", lambda d: put("weight", -1.0)(put("weight", -1.0, label="cat")(
         put("weight", -1.0, label="eel")(d))), ("'weight'", "3 null, negative")),
     Case("NaN weight", put("weight", float("nan")), ("'weight'", "non-finite")),
@@ -214,6 +223,19 @@ def test_check_alone_and_under_a_budget_says_the_same(engine: str) -> None:
     assert me.check(make_data(), by="region", engine=engine, memory_limit="200MB") == "multilabel"
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("limit", ["1XB", "1000", "-1GB", "0GB", "big", 1_000_000])
+def test_a_bad_memory_limit_is_named_in_our_words(engine: str, limit: object) -> None:
+    with pytest.raises(me.InputError, match=r"^memory_limit must be a positive size with a "
+                                            r"unit, such as 500MB.*got"):
+        me.check(make_data(), engine=engine, memory_limit=limit)
+
+
+@pytest.mark.parametrize("limit", ["200MB", "0.5 GiB", "1gb"])
+def test_memory_limits_with_units_are_taken(limit: str) -> None:
+    assert me.check(make_data(), by="region", memory_limit=limit) == "multilabel"
+
+
 def test_every_case_is_good_before_it_is_broken() -> None:
     """The good table passes: the cases fail for what they break, not for the table."""
     good = make_data()
@@ -310,14 +332,15 @@ def test_failed_run_leaves_the_connection_as_found(case: Case, as_relation: bool
 @pytest.mark.parametrize("pattern", ["nothing/*.parquet", "empty_folder"])
 def test_parquet_paths_that_match_nothing(tmp_path, pattern: str) -> None:
     (tmp_path / "empty_folder").mkdir()
-    with pytest.raises(me.InputError, match="no parquet files match"):
+    with pytest.raises(me.InputError, match="no parquet or CSV files match"):
         me.evaluate(str(tmp_path / pattern), ["f1"])
 
 
-def test_a_csv_path_is_named_as_not_parquet(tmp_path) -> None:
-    path = tmp_path / "predictions.csv"
+@pytest.mark.parametrize("name", ["predictions.json", "predictions.tsv", "predictions"])
+def test_an_unknown_file_type_lists_what_is_read(tmp_path, name: str) -> None:
+    path = tmp_path / name
     path.write_text("sample,label,score,truth\n1,a,0.5,1\n")
-    with pytest.raises(me.InputError, match="is not parquet"):
+    with pytest.raises(me.InputError, match=r"unknown file type .*inputs are \.parquet, \.csv"):
         me.evaluate(str(path), ["f1"])
 
 

@@ -31,11 +31,11 @@ def oracle(bench, lake: Path) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("step", ["exact-duckdb", "exact-polars", "binned-duckdb",
-                                  "binned-polars"])
+                                  "binned-polars", "sweep-duckdb", "sweep-polars"])
 def test_benchmark_steps_equal_scikit_learn(bench, lake: Path, oracle: dict, step: str):
     numbers = bench.run_step(step, lake, "1GB")
     shared = set(numbers) & set(oracle)
-    # exact: AUC, AP and P/R/F1 of 80 groups, plus 24 macro values; binned: the 0.5 rows
+    # exact: AUC, AP and P/R/F1 of 80 groups, plus 24 macro values; sweeps: the 0.5 rows
     assert len(shared) >= (424 if step.startswith("exact") else 264)
     assert bench.agreement(numbers, oracle) < 1e-9
 

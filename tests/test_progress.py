@@ -1,9 +1,10 @@
-"""Progress shows on a terminal only: DuckDB's own bar, and a segment count for polars under a
-memory budget (which evaluates one segment at a time)."""
+"""Progress shows on a terminal only, drawn by rich on stderr: the stage that runs (checks,
+statistics, metrics), segments counted under a memory budget; nothing when stderr is a pipe."""
 
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 
@@ -19,31 +20,44 @@ class Terminal(io.StringIO):
         return True
 
 
-@pytest.mark.parametrize("stderr", [Terminal, io.StringIO], ids=["terminal", "pipe"])
-def test_polars_counts_segments_on_a_terminal_only(monkeypatch, stderr):
+def _plain(text: str) -> str:
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
+
+
+@pytest.mark.parametrize("budget", [None, "200MB"], ids=["whole", "by-segment"])
+def test_a_terminal_shows_the_stages(monkeypatch, engine, budget):
     data = make_predictions("multilabel", seed=3, n_samples=60)
-    shown = stderr()
+    shown = Terminal()
     monkeypatch.setattr("sys.stderr", shown)
-    me.evaluate(data, ["f1"], by="region", task="multilabel", engine="polars",
-                memory_limit="200MB")
-    segments = data["region"].n_unique()
-    if stderr is Terminal:
-        text = shown.getvalue()
-        assert f"checks, segment {segments}/{segments}" in text
-        assert f"metrics, segment {segments}/{segments}" in text
-        assert text.endswith("\r\033[K")  # the line is cleared when done
-    else:
-        assert shown.getvalue() == ""
+    me.evaluate(data, ["f1", "roc_auc"], by="region", task="multilabel", engine=engine,
+                memory_limit=budget)
+    text = _plain(shown.getvalue())
+    assert "mleval: checks" in text
+    assert ("mleval: statistics" in text) if engine == "duckdb" else (
+        "mleval: statistics and metrics" in text)
+    if engine == "duckdb":
+        assert "metrics: decision_metrics" in text and "statistics: threshold_counts" in text
+    if budget:
+        segments = data["region"].n_unique()
+        assert "checks, by segment" in text and "metrics, by segment" in text
+        assert f"{segments}/{segments}" in text
+    assert re.search(r"\d:\d\d:\d\d", text)  # elapsed time
 
 
-@pytest.mark.parametrize(("stderr", "bar"), [(Terminal, True), (io.StringIO, False)],
-                         ids=["terminal", "pipe"])
-def test_duckdb_shows_its_bar_on_a_terminal_only(monkeypatch, stderr, bar):
-    monkeypatch.setattr("sys.stderr", stderr())
+def test_a_pipe_shows_nothing(monkeypatch, engine):
+    shown = io.StringIO()
+    monkeypatch.setattr("sys.stderr", shown)
+    me.evaluate(make_predictions("multilabel", seed=3, n_samples=30), ["f1"], by="region",
+                task="multilabel", engine=engine, memory_limit="200MB")
+    assert shown.getvalue() == ""
+
+
+def test_duckdb_draws_no_bar_of_its_own(monkeypatch):
+    monkeypatch.setattr("sys.stderr", Terminal())
     data = make_predictions("multilabel", seed=3, n_samples=20)
     engine = DuckDBEngine(as_source(data), Columns(), "weight", ["region"])
     try:
         setting = engine.con.execute("SELECT current_setting('enable_progress_bar')").fetchone()
-        assert setting == (bar,)
+        assert setting == (False,)
     finally:
         engine.close()

@@ -89,36 +89,47 @@ def test_sweep_of_one_threshold_equals_the_threshold_path_exactly(engine):
     assert_frame_equal(swept, single, check_exact=True)
 
 
-# -- the statistics table: sweep_points ------------------------------------------------------
+# -- the statistics tables: threshold_buckets, sweep_points ----------------------------------
 
-def _score_counts(task: str, seed: int) -> pl.DataFrame:
+def _predictions(task: str, seed: int) -> pl.DataFrame:
     frame = make_predictions(task, seed)
-    predictions = frame.select("sample", "label", "score", "weight",
-                               truth=pl.col("truth").cast(pl.Boolean),
-                               segment=pl.struct("region", "model"))
-    return plans.score_counts(predictions.lazy(), bins=None).collect()
+    return frame.select("sample", "label", "score", "weight",
+                        truth=pl.col("truth").cast(pl.Boolean),
+                        segment=pl.struct("region", "model"))
 
 
-def _sweep_points_sql(score_counts: pl.DataFrame, thresholds: list[float]) -> pl.DataFrame:
+def _sql(step: str, relation: str, frame: pl.DataFrame, **params: object) -> pl.DataFrame:
     con = duckdb.connect()
-    con.register("score_counts", score_counts)
-    return con.sql(queries.load("listed_points"), params={"thresholds": thresholds}).pl()
+    con.register(relation, frame)
+    sql = queries.load(step)
+    return con.sql(sql, params={p: params[p] for p in queries.parameters(sql)}).pl()
 
 
+@pytest.mark.parametrize("bins", [None, 10, 3])
 @pytest.mark.parametrize("task", ["binary", "multilabel"])
-def test_sweep_points_agree_between_engines_and_with_direct_counts(task):
-    counts = _score_counts(task, 3)
-    from_sql = _sweep_points_sql(counts, THRESHOLDS)
-    from_polars = plans.listed_points(counts.lazy(), thresholds=THRESHOLDS).collect()
+def test_sweep_tables_agree_between_engines_and_with_direct_counts(task, bins):
+    predictions = _predictions(task, 3)
+    thresholds = THRESHOLDS if bins is None else [k / bins for k in range(bins + 1)]
     keys = ["segment", "label", "threshold"]
-    assert from_sql.height == counts.select("segment", "label").n_unique() * len(THRESHOLDS)
-    assert_frames_close(from_sql.sort(keys), from_polars.sort(keys).select(from_sql.columns))
-    score, pos, neg = (pl.col(c) for c in ("score", "pos", "neg"))
-    for t in THRESHOLDS:  # the same counts summed directly, threshold by threshold
-        direct = counts.group_by("segment", "label").agg(
-            tp=pos.filter(score >= t).sum(), fp=neg.filter(score >= t).sum(),
-            fn=pos.filter(score < t).sum(), tn=neg.filter(score < t).sum())
-        got = from_sql.filter(pl.col("threshold") == t).drop("threshold")
+    buckets = _sql("threshold_buckets", "predictions", predictions, thresholds=thresholds,
+                   bins=bins)
+    from_polars = plans.threshold_buckets(predictions.lazy(), thresholds=thresholds,
+                                          bins=bins).collect()
+    assert_frames_close(buckets.sort(keys), from_polars.sort(keys).select(buckets.columns))
+    n_keys = predictions.select("segment", "label").n_unique()
+    assert buckets.height <= n_keys * (len(thresholds) + 1)  # never a row per distinct score
+    points = _sql("listed_points", "threshold_buckets", buckets, thresholds=thresholds)
+    points_polars = plans.listed_points(buckets.lazy(), thresholds=thresholds).collect()
+    assert points.height == n_keys * len(thresholds)
+    assert_frames_close(points.sort(keys), points_polars.sort(keys).select(points.columns))
+    score, weight, truth = pl.col("score"), pl.col("weight"), pl.col("truth")
+    for t in thresholds:  # the same counts summed directly from the rows, threshold by threshold
+        direct = predictions.group_by("segment", "label").agg(
+            tp=weight.filter(truth & (score >= t)).sum(),
+            fp=weight.filter(~truth & (score >= t)).sum(),
+            fn=weight.filter(truth & (score < t)).sum(),
+            tn=weight.filter(~truth & (score < t)).sum())
+        got = points.filter(pl.col("threshold") == t).drop("threshold")
         assert_frames_close(got.sort("segment", "label"),
                            direct.sort("segment", "label").select(got.columns))
 
@@ -130,25 +141,35 @@ def _operators(node: dict) -> list[dict]:
     return found
 
 
-def test_listed_points_does_not_scan_the_scores_per_threshold():
-    """No operator of the DuckDB plan handles more rows than the scores plus the output (one row
-    per (segment, label, threshold)); a join of the scores with the thresholds would handle
-    scores x thresholds rows. Rows counted by EXPLAIN ANALYZE, nothing timed."""
-    n_scores, n_thresholds, n_keys = 600, 500, 4
-    counts = pl.DataFrame({
-        "segment": [k // 2 for k in range(n_keys) for _ in range(n_scores)],
-        "label": [f"l{k % 2}" for k in range(n_keys) for _ in range(n_scores)],
-        "score": [i / n_scores for _ in range(n_keys) for i in range(n_scores)],
-        "pos": 1.0, "neg": 2.0})
+@pytest.mark.parametrize("bins", [None, 100])
+def test_a_sweep_scans_the_rows_once_into_buckets(bins):
+    """No operator of the DuckDB plans handles more rows than the input (no table of distinct
+    scores, no join of the rows with the thresholds), and the buckets are at most T + 1 per
+    (segment, label). Rows counted by EXPLAIN ANALYZE, nothing timed."""
+    n_rows, n_keys = 20_000, 4
+    thresholds = [0.1, 0.3, 0.5] if bins is None else [k / bins for k in range(bins + 1)]
+    predictions = pl.DataFrame({
+        "segment": [k // 2 for k in range(n_keys) for _ in range(n_rows // n_keys)],
+        "label": [f"l{k % 2}" for k in range(n_keys) for _ in range(n_rows // n_keys)],
+        "score": [(i * 7919 % n_rows) / n_rows for i in range(n_rows)],  # all distinct
+        "truth": [i % 3 == 0 for i in range(n_rows)], "weight": 1.0})
     con = duckdb.connect()
-    con.register("score_counts", counts)
-    plan = con.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + queries.load("listed_points"),
-                       {"thresholds": [i / n_thresholds for i in range(n_thresholds)]})
+    con.register("predictions", predictions)
+    plan = con.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + queries.load("threshold_buckets"),
+                       {"thresholds": thresholds, "bins": bins})
     operators = _operators(json.loads(plan.fetchall()[0][1]))
     rows = [op.get("intermediate_rows", op.get("operator_cardinality")) for op in operators]
-    assert len(operators) > 3 and all(r is not None for r in rows)
-    bound = n_keys * n_scores + n_keys * n_thresholds
-    assert max(rows) <= bound, sorted(rows)[-5:]
+    assert len(operators) > 2 and all(r is not None for r in rows)
+    assert max(rows) <= n_rows, sorted(rows)[-5:]
+    aggregates = [r for op, r in zip(operators, rows, strict=True)
+                  if "GROUP_BY" in op.get("type", op.get("operator_type", ""))]
+    assert aggregates and max(aggregates) <= n_keys * (len(thresholds) + 1)
+
+
+def test_sweeps_do_not_build_the_table_of_distinct_scores():
+    from mleval_sql.registry import SWEEP
+    for task in SWEEP.stats:
+        assert "score_counts" not in SWEEP.steps(task)
 
 
 # -- operating points --------------------------------------------------------------------------
@@ -280,16 +301,16 @@ def _tables(draw: st.DrawFn) -> pl.DataFrame:
     return pl.DataFrame(rows, orient="row", schema=["sample", "label", "score", "truth", "weight"])
 
 
+@pytest.mark.parametrize("engine_name", ["duckdb", "polars"])
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frame=_tables())
-def test_sweeps_of_tiny_tables(frame):
+def test_sweeps_of_tiny_tables(engine_name, frame):
     thresholds = [-1.0, 0.0, 0.5, 0.75, 1.0, 2.0]
-    for engine in ("duckdb", "polars"):
-        common = {"task": "multilabel", "engine": engine, "average": AVERAGES}
-        swept = me.evaluate(frame, SWEPT, thresholds=thresholds, **common)
-        for t in thresholds:
-            single = me.evaluate(frame, SWEPT, threshold=t, **common)
-            assert_same_rows(swept.filter(pl.col("threshold") == t), single, [], rel=1e-12)
+    common = {"task": "multilabel", "engine": engine_name, "average": AVERAGES}
+    swept = me.evaluate(frame, SWEPT, thresholds=thresholds, **common)
+    for t in thresholds:
+        single = me.evaluate(frame, SWEPT, threshold=t, **common)
+        assert_same_rows(swept.filter(pl.col("threshold") == t), single, [], rel=1e-12)
 
 
 @pytest.mark.parametrize(("task", "seed", "by", "weighted", "params"), CASES[::2])

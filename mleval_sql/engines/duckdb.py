@@ -7,7 +7,6 @@ Relations get a per-run prefix so nothing clashes with the user's own tables.
 
 from __future__ import annotations
 
-import sys
 import tempfile
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -17,7 +16,8 @@ import duckdb
 import polars as pl
 
 from mleval_sql import queries
-from mleval_sql.engines.segments import column_values, together
+from mleval_sql.engines.segments import column_values, together, with_progress
+from mleval_sql.progress import stage
 from mleval_sql.registry import STEPS
 from mleval_sql.schema import Columns, InputError
 from mleval_sql.sources import DuckDBRelation, Source
@@ -61,7 +61,9 @@ class DuckDBEngine:
             self._set("preserve_insertion_order", False)
         if temp_directory is not None:
             self.con.execute("SET temp_directory = $value", {"value": temp_directory})
-        self._set("enable_progress_bar", sys.stderr.isatty())
+        # progress is drawn by mleval_sql.progress (stages, segments): DuckDB's own bar would
+        # write over it
+        self._set("enable_progress_bar", False)
         relation = source.duckdb(self.con)
         if isinstance(source, DuckDBRelation):
             relation.create_view(self._name("input"), replace=True)
@@ -94,8 +96,8 @@ class DuckDBEngine:
             ).pl()["segment"].to_list()
         if not self.segments:  # no budget, or an empty input
             return self._fetch(self.summary_step, {})
-        return pl.concat(self._each_segment(lambda: self._fetch(self.summary_step, {})),
-                         how="vertical_relaxed")
+        return pl.concat(self._each_segment(lambda: self._fetch(self.summary_step, {}),
+                                            "checks"), how="vertical_relaxed")
 
     def results(self, steps: Iterable[str], params: dict[str, object], *,
                 numeric_truth: bool = False) -> dict[str, pl.DataFrame]:
@@ -110,12 +112,12 @@ class DuckDBEngine:
         steps = list(steps)
         if not (self.by_segment and self.segments):
             return self._results(steps, params)
-        return together(self._each_segment(lambda: self._results(steps, params)))
+        return together(self._each_segment(lambda: self._results(steps, params), "metrics"))
 
-    def _each_segment(self, run: Callable[[], T]) -> list[T]:
+    def _each_segment(self, run: Callable[[], T], what: str) -> list[T]:
         """``run()`` with the input restricted to each segment in turn."""
         parts = []
-        for value in self.segments:
+        for value in with_progress(self.segments, what):
             self.relation.filter(self._is_segment(value)).create_view(self._name("input"),
                                                                       replace=True)
             parts.append(run())
@@ -124,14 +126,16 @@ class DuckDBEngine:
 
     def _results(self, steps: list[str], params: dict[str, object]) -> dict[str, pl.DataFrame]:
         out: dict[str, pl.DataFrame] = {}
-        for name in steps:
-            step = STEPS[name]
-            if step.gives is None:
-                out[name] = self._fetch(name, params)
-            else:
-                sql = self._sql(name)
-                self._create("TABLE", step.gives, sql, params=self._bind(sql, params),
-                             replace=True)
+        with stage("statistics") as line:
+            for name in steps:
+                step = STEPS[name]
+                line.describe(f"{'metrics' if step.gives is None else 'statistics'}: {name}")
+                if step.gives is None:
+                    out[name] = self._fetch(name, params)
+                else:
+                    sql = self._sql(name)
+                    self._create("TABLE", step.gives, sql, params=self._bind(sql, params),
+                                 replace=True)
         return out
 
     def close(self) -> None:
@@ -219,7 +223,10 @@ def _canonical(input_name: str, columns: Columns, weight: str | None, by: Sequen
                 f"{q(columns.cluster)} AS cluster, "
                 f"CAST({q(weight) if weight else 1} AS DOUBLE) AS weight, "
                 f"{segment} AS segment FROM {q(input_name)}")
-    return (f"SELECT {q(columns.sample)} AS sample, {q(columns.label)} AS label, "
+    # no label column: every row is the one label of a binary task, named after the scores
+    label = (queries.string(columns.single_label) if columns.label is None
+             else q(columns.label))
+    return (f"SELECT {q(columns.sample)} AS sample, {label} AS label, "
             f"CAST({q(columns.score)} AS DOUBLE) AS score, {truth} AS truth, "
             f"CAST({q(weight) if weight else 1} AS DOUBLE) AS weight, "
             f"{segment} AS segment FROM {q(input_name)}")

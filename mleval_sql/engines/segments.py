@@ -11,11 +11,12 @@ lives within a segment, so the segments' rows only need to be put back on one gr
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator, Sequence
 from typing import TypeVar
 
 import polars as pl
+
+from mleval_sql.progress import counted
 
 T = TypeVar("T")
 
@@ -27,16 +28,9 @@ def column_values(segment: object, by: Sequence[str]) -> list[object]:
 
 
 def with_progress(segments: Sequence[T], what: str) -> Iterator[T]:
-    """``segments`` one by one, counted on one line of a terminal (nothing when stderr is not
-    one), for an engine that shows no progress of its own."""
-    if not sys.stderr.isatty():
-        yield from segments
-        return
-    for done, segment in enumerate(segments):
-        sys.stderr.write(f"\rmleval: {what}, segment {done + 1}/{len(segments)}")
-        sys.stderr.flush()
-        yield segment
-    sys.stderr.write("\r\033[K")
+    """``segments`` one by one, counted on a terminal (``mleval: checks, by segment 3/8``;
+    nothing when stderr is not one)."""
+    return counted(segments, f"{what}, by segment")
 
 
 def together(parts: list[dict[str, pl.DataFrame]]) -> dict[str, pl.DataFrame]:

@@ -8,6 +8,7 @@ import polars as pl
 
 from mleval_sql.engines import polars as plans
 from mleval_sql.engines.segments import column_values, together, with_progress
+from mleval_sql.progress import stage
 from mleval_sql.registry import STEPS
 from mleval_sql.schema import Columns
 from mleval_sql.sources import Source
@@ -79,7 +80,8 @@ class PolarsEngine:
                 segment=segment)
         return frame.select(
             sample=pl.col(columns.sample),
-            label=pl.col(columns.label),
+            label=(pl.lit(columns.single_label) if columns.label is None  # one binary label
+                   else pl.col(columns.label)),
             score=pl.col(columns.score).cast(pl.Float64),
             truth=pl.col(columns.truth),
             weight=pl.col(weight).cast(pl.Float64) if weight else pl.lit(1.0),
@@ -106,6 +108,7 @@ class PolarsEngine:
                 finals[name] = plan
             else:  # a statistics table feeds several plans: computed once, from one scan
                 relations[step.gives] = plan.cache()
-        frames = pl.collect_all(list(finals.values()), engine=self.collect_engine)
+        with stage("statistics and metrics: one polars plan"):
+            frames = pl.collect_all(list(finals.values()), engine=self.collect_engine)
         return dict(zip(finals, frames, strict=True))
 

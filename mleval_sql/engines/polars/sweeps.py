@@ -1,6 +1,7 @@
 """Threshold sweeps and operating points as polars plans.
 
-Mirrors queries/listed_points.sql, queries/points_confusion.sql and queries/operating_points.sql.
+Mirrors queries/threshold_buckets.sql, queries/listed_points.sql, queries/points_confusion.sql
+and queries/operating_points.sql.
 """
 
 from __future__ import annotations
@@ -9,34 +10,65 @@ from collections.abc import Sequence
 
 import polars as pl
 
-__all__ = ["listed_points", "operating_points", "points_confusion"]
+from mleval_sql.engines.polars._common import group_by_few, truth, weight
+
+__all__ = ["listed_points", "operating_points", "points_confusion", "threshold_buckets"]
 
 _KEYS = ("segment", "label")
 OPERATING_METRICS = ("max_f1", "precision_at_recall", "recall_at_precision")
 
 
-def listed_points(score_counts: pl.LazyFrame, *, thresholds: Sequence[float]) -> pl.LazyFrame:
-    """tp, fp, fn, tn per (segment, label) at each listed threshold, in one sorted pass.
+def threshold_buckets(predictions: pl.LazyFrame, *, thresholds: Sequence[float],
+                      bins: int | None) -> pl.LazyFrame:
+    """Weight of true (pos) and false (neg) rows per (segment, label, bucket), in one scan: each
+    score goes to the highest threshold at or below it (null: below them all).
 
-    The thresholds join the stream of distinct scores; running sums down the scores give the
-    weight at or above (predicted positive iff score >= threshold) and below each threshold.
+    With ``bins`` the thresholds are k/bins and a score's place is computed, exactly as
+    score_counts does; otherwise a binary search of the sorted list.
     """
-    listed = score_counts.select(*_KEYS).unique().join(
-        pl.LazyFrame({"score": thresholds}, schema={"score": pl.Float64}), how="cross")
-    merged = pl.concat([
-        score_counts.with_columns(is_threshold=pl.lit(False)),
-        listed.with_columns(pos=pl.lit(0.0), neg=pl.lit(0.0), is_threshold=pl.lit(True)),
+    score = pl.col("score")
+    if bins is None:
+        position = pl.lit(pl.Series(thresholds, dtype=pl.Float64)).search_sorted(
+            score, side="right").cast(pl.Int64)
+    else:
+        n = score * 0.0 + bins  # a divisor from the data: k / n correctly rounded, as in SQL
+        k = (score * bins).floor()
+        position = (pl.when((k + 1) / n <= score).then(k + 2)
+                    .when(k / n > score).then(k)
+                    .otherwise(k + 1)).clip(0, bins + 1).cast(pl.Int64)
+    split = predictions.select(
+        *_KEYS, position=position,
+        pos=pl.when(truth).then(weight).otherwise(0.0),
+        neg=pl.when(truth).then(0.0).otherwise(weight),
+    )
+    counted = group_by_few(split, [*_KEYS, "position"], _KEYS,
+                           pl.col("pos").sum(), pl.col("neg").sum())
+    places = pl.LazyFrame({"position": range(len(thresholds) + 1),
+                           "threshold": [None, *thresholds]},
+                          schema={"position": pl.Int64, "threshold": pl.Float64})
+    return counted.join(places, on="position").select(*_KEYS, "threshold", "pos", "neg")
+
+
+def listed_points(threshold_buckets: pl.LazyFrame, *,
+                  thresholds: Sequence[float]) -> pl.LazyFrame:
+    """tp, fp, fn, tn per (segment, label) at each listed threshold: running sums over at most
+    T + 1 buckets, highest threshold first (the bucket below every threshold last)."""
+    listed = threshold_buckets.select(*_KEYS).unique().join(
+        pl.LazyFrame({"threshold": thresholds}, schema={"threshold": pl.Float64}), how="cross")
+    filled = pl.concat([
+        listed.join(threshold_buckets, on=[*_KEYS, "threshold"], how="left",
+                    nulls_equal=True).with_columns(pl.col("pos", "neg").fill_null(0.0)),
+        threshold_buckets.filter(pl.col("threshold").is_null()),
     ], how="diagonal_relaxed")
     pos, neg = pl.col("pos"), pl.col("neg")
-    # at equal values a score sorts before a threshold, so it counts as at or above it
-    swept = merged.sort("score", "is_threshold", descending=[True, False]).with_columns(
+    swept = filled.sort("threshold", descending=True, nulls_last=True).with_columns(
         tp=pos.cum_sum().over(_KEYS),
         fp=neg.cum_sum().over(_KEYS),
         fn=pos.cum_sum(reverse=True).shift(-1, fill_value=0.0).over(_KEYS),
         tn=neg.cum_sum(reverse=True).shift(-1, fill_value=0.0).over(_KEYS),
     )
-    return swept.filter("is_threshold").select(*_KEYS, threshold="score",
-                                                tp="tp", fp="fp", fn="fn", tn="tn")
+    return swept.filter(pl.col("threshold").is_not_null()).select(
+        *_KEYS, "threshold", "tp", "fp", "fn", "tn")
 
 
 def points_confusion(sweep_points: pl.LazyFrame) -> pl.LazyFrame:

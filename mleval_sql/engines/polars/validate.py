@@ -16,18 +16,26 @@ def validate_summary(predictions: pl.LazyFrame) -> pl.LazyFrame:
     as set bits of the labels' bits OR-ed in 64-bit words, as in the SQL.
     """
     segment_labels = predictions.select("segment", "label").unique()
+    null_score, nan_score = pl.col("score").is_null(), ~pl.col("score").is_finite()
+    bad_truth = ~_truth.is_in([0.0, 1.0])
     label_bits = (segment_labels.select(pl.col("label").drop_nulls().unique().sort())
                   .with_row_index("bit"))
     value_checks = predictions.group_by("segment").agg(
         null_label=pl.col("label").null_count(),
-        null_score=pl.col("score").null_count(),
-        nan_score=(~pl.col("score").is_finite()).sum(),
+        null_score=null_score.sum(),
+        nan_score=nan_score.sum(),
         null_truth=pl.col("truth").null_count(),
-        bad_truth=(~_truth.is_in([0.0, 1.0])).sum(),
+        bad_truth=bad_truth.sum(),
         nan_truth=(~_truth.is_finite()).sum(),
         min_score=pl.col("score").min(),
         max_score=pl.col("score").max(),
         bad_weight=(_weight.is_null() | (_weight < 0) | ~_weight.is_finite()).sum(),
+        # the smallest (sample, label) row with the problem, as the SQL's min of a struct
+        example_null_score=_first_row(null_score, "sample", "label"),
+        example_nan_score=_first_row(nan_score, "sample", "label", "score"),
+        example_bad_truth=_first_row(bad_truth, "sample", "label", _truth.alias("truth")),
+        min_bad_truth=_truth.filter(bad_truth).min(),
+        max_bad_truth=_truth.filter(bad_truth).max(),
     )
     bit = pl.col("bit").cast(pl.Int64)
     per_word = predictions.join(label_bits, on="label", how="left").group_by(
@@ -65,3 +73,8 @@ def validate_summary(predictions: pl.LazyFrame) -> pl.LazyFrame:
         example_weight=sample.filter(pl.col("uneven_weight")).min(),
     )
     return sample_checks.join(value_checks, on="segment", how="inner", nulls_equal=True)
+
+
+def _first_row(where: pl.Expr, *fields: str | pl.Expr) -> pl.Expr:
+    """The smallest struct of ``fields`` among the rows ``where`` holds (null if none)."""
+    return pl.struct(*fields).filter(where).sort().first()
