@@ -55,6 +55,8 @@ def test_every_metric_has_a_summary_and_a_standalone_query(name):
     metric = METRICS[name]
     assert metric.summary and metric.families
     for task in metric.families:
+        if task == "clustering":  # its own table shape: test_clustering runs its standalone query
+            continue
         frame = make_predictions(task, seed=53, n_samples=30)
         rows = run_standalone(me.sql(name, task=task), frame, "region", DEFAULT_PARAMS)
         assert_standalone_equals_oracle(rows, frame, task, name, "region", DEFAULT_PARAMS)
