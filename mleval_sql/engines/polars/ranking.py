@@ -261,9 +261,10 @@ def _directed_auc(pair_counts: pl.LazyFrame, classes: pl.LazyFrame) -> pl.LazyFr
     pos, neg = pl.col("pos"), pl.col("neg")
     ranked = directed.sort(*keys, "score", descending=[False, False, False, True]).with_columns(
         neg_below=neg.cum_sum(reverse=True).shift(-1, fill_value=0.0).over(keys))
+    # as shares of P and N: a product of weights (pos * neg) would under- or overflow
     return ranked.group_by(*keys).agg(
-        wins=(pos * (pl.col("neg_below") + neg / 2)).sum(), pairs=pos.sum() * neg.sum(),
-    ).select(*keys, auc=pl.when(pl.col("pairs") != 0).then(pl.col("wins") / pl.col("pairs")))
+        auc=pl.when((pos.sum() != 0) & (neg.sum() != 0))
+        .then((pos / pos.sum() * ((pl.col("neg_below") + neg / 2) / neg.sum())).sum()))
 
 
 def ovo_metrics(pair_counts: pl.LazyFrame) -> pl.LazyFrame:
