@@ -15,6 +15,7 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 import polars as pl
@@ -88,11 +89,15 @@ def evaluate(
     columns: Mapping[str, str | None] | None = None,
     memory_limit: str | None = None,
     connection: Any = None,
+    storage_options: Mapping[str, str] | None = None,
+    as_of: int | str | datetime | None = None,
 ) -> pl.DataFrame:
     """Metrics of the predictions in ``source``, one tidy row per value.
 
-    ``source``: parquet path(s), glob or hive folder; Arrow, polars, pandas or DuckDB data with
-    columns ``sample, label, score, truth[, weight]`` (other names through ``columns=``).
+    ``source``: parquet path(s), glob or hive folder, local or in object storage (``s3://``,
+    ``gs://``, ``az://``; ``storage_options``: what the environment does not say), a Delta or
+    Iceberg table (``as_of``: an earlier version or snapshot); Arrow, polars, pandas or DuckDB
+    data with columns ``sample, label, score, truth[, weight]`` (other names: ``columns=``).
     ``by``: segment columns. ``average``: "none" (per label), "micro", "macro", "weighted",
     "samples", "macro_std", "variance_weighted" (r2), or a list; default per label for binary
     and regression, macro otherwise. ``zero_division``: the value of 0/0 (0, 1, or None: null).
@@ -111,7 +116,8 @@ def evaluate(
     if task is None and all(set(METRICS[m].families) == {"regression"} for m in names):
         task = "regression"
     with _prepared(source, by=by, task=task, engine=engine, columns=columns,
-                   memory_limit=memory_limit, connection=connection) as (runner, task, check):
+                   memory_limit=memory_limit, connection=connection,
+                   storage_options=storage_options, as_of=as_of) as (runner, task, check):
         check([m for m in names if METRICS[m].probabilities])
         averages = _averages(average, task)
         plan = _plan(names, task, averages, sweep=params["thresholds"] is not None)
@@ -133,6 +139,8 @@ def check(
     columns: Mapping[str, str | None] | None = None,
     memory_limit: str | None = None,
     connection: Any = None,
+    storage_options: Mapping[str, str] | None = None,
+    as_of: int | str | datetime | None = None,
 ) -> Task:
     """Run only the input checks that every evaluation starts with; return the task.
 
@@ -144,7 +152,8 @@ def check(
     """
     by = [by] if isinstance(by, str) else list(by)
     with _prepared(source, by=by, task=task, engine=engine, columns=columns,
-                   memory_limit=memory_limit, connection=connection) as (_, task, _check):
+                   memory_limit=memory_limit, connection=connection,
+                   storage_options=storage_options, as_of=as_of) as (_, task, _check):
         return task
 
 
@@ -162,6 +171,8 @@ def curve(
     columns: Mapping[str, str | None] | None = None,
     memory_limit: str | None = None,
     connection: Any = None,
+    storage_options: Mapping[str, str] | None = None,
+    as_of: int | str | datetime | None = None,
 ) -> pl.DataFrame:
     """A curve per (segment, label) as a table.
 
@@ -183,7 +194,8 @@ def curve(
             raise InputError("a sweep needs thresholds= or bins=")
         rows = evaluate(source, SWEEP_METRICS, by=by, task=task, engine=engine,
                         thresholds=thresholds, bins=bins, average="none", columns=columns,
-                        memory_limit=memory_limit, connection=connection)
+                        memory_limit=memory_limit, connection=connection,
+                        storage_options=storage_options, as_of=as_of)
         return _sweep_table(rows, by)
     if kind not in CURVES:
         raise InputError(f"unknown curve kind {kind!r}; kinds are {[*CURVES, 'sweep']}")
@@ -194,7 +206,8 @@ def curve(
     params["drop_intermediate"] = (kind == "roc") if drop_intermediate is None \
         else bool(drop_intermediate)
     with _prepared(source, by=by, task=task, engine=engine, columns=columns,
-                   memory_limit=memory_limit, connection=connection) as (runner, task, check):
+                   memory_limit=memory_limit, connection=connection,
+                   storage_options=storage_options, as_of=as_of) as (runner, task, check):
         if task == "regression":
             raise InputError("curves are for classification tasks, not regression")
         if kind == "reliability":
@@ -219,10 +232,12 @@ def _only_for(kind: str, **options: tuple[bool, tuple[str, ...]]) -> None:
 @contextmanager
 def _prepared(source: Any, *, by: list[str], task: Task | None, engine: EngineName,
               columns: Mapping[str, str | None] | None, memory_limit: str | None,
-              connection: Any) -> Iterator[tuple[Engine, Task, Any]]:
+              connection: Any, storage_options: Mapping[str, str] | None = None,
+              as_of: int | str | datetime | None = None,
+              ) -> Iterator[tuple[Engine, Task, Any]]:
     """An engine over the checked input, the task, and a check for probability scores."""
     cols = Columns.from_mapping(columns)
-    src = as_source(source)
+    src = as_source(source, storage_options=storage_options, as_of=as_of)
     weight = check_columns(src.schema(), cols, by)
     options: dict[str, Any] = {"memory_limit": memory_limit}
     if engine == "duckdb":
