@@ -3,6 +3,8 @@ engine, by scikit-learn per group, and by a plain scan (the floor), in one run o
 
     python benchmarks/lake.py                          # 100M rows: 10M samples x 10 labels
     python benchmarks/lake.py --samples 1_000_000 --scaling 1,3,10 --memory-limit 1GB
+    python benchmarks/lake.py --store s3://bucket/bench      # also from object storage
+    python benchmarks/lake.py --store local-s3               # ... a moto server on 127.0.0.1
 
 Every step runs in its own child process; the parent reports its wall time and peak RSS (from
 ``wait4``) and checks that every engine's numbers equal scikit-learn's. Steps:
@@ -14,6 +16,12 @@ Every step runs in its own child process; the parent reports its wall time and p
 - ``checks-<engine>``: only the input checks every request starts with (a sample's rows span
   its labels, so they group by sample: the part of each request a plain scan does not pay for);
 - ``scan``: count and sum of score per (segment, label) with DuckDB, which no evaluation beats.
+
+With ``--store URL`` the lake is also uploaded under URL (``s3://``, ``gs://``, ``az://``: the
+cloud's standard environment variables say where and as whom), and every mleval step runs a
+second time reading it from there (``<step> @store``), next to the same step on local disk.
+``--store local-s3`` starts moto's S3 server on a free port of 127.0.0.1 for the run: its figures
+are those of a single-process Python server on this machine, not of a cloud.
 """
 
 from __future__ import annotations
@@ -76,7 +84,51 @@ def make_lake(folder: Path, samples: int, seed: int = 0) -> Path:
 
 # -- the steps, each run in a child process ------------------------------------------------------
 
-def run_step(step: str, lake: Path, memory_limit: str | None) -> dict:
+def upload_lake(lake: Path, url: str) -> str:
+    """``lake``'s files under ``url`` (once: a ``_complete`` marker is written last)."""
+    import pyarrow.fs as pafs
+
+    from mleval_sql.lakes.stores import Location, filesystem
+
+    where = Location.parse(f"{url.rstrip('/')}/{lake.name}")
+    fs = filesystem(where, None)
+    if fs.get_file_info(f"{where.arrow_path}/_complete").type != pafs.FileType.File:
+        files = [*sorted(lake.rglob("*.parquet")), lake / "_complete"]
+        for file in files:
+            pafs.copy_files(str(file), f"{where.arrow_path}/{file.relative_to(lake)}",
+                            destination_filesystem=fs)
+    return where.url
+
+
+def local_s3() -> str:
+    """moto's S3 server on a free port of 127.0.0.1, its settings in this process's
+    environment (which the steps inherit); a bucket ``bench``. Returns ``s3://bench``."""
+    import atexit
+    import socket
+
+    import pyarrow.fs as pafs
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
+                               str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    atexit.register(server.terminate)
+    os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench",
+                      AWS_REGION="us-east-1", AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}",
+                      AWS_ALLOW_HTTP="true", AWS_EC2_METADATA_DISABLED="true")
+    for _ in range(300):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    pafs.S3FileSystem(endpoint_override=f"127.0.0.1:{port}", scheme="http",
+                      allow_bucket_creation=True).create_dir("bench")
+    return "s3://bench"
+
+
+def run_step(step: str, lake: Path | str, memory_limit: str | None) -> dict:
     """Run one step here; return its numbers as {key: value}."""
     if step == "scan":
         import duckdb
@@ -147,7 +199,7 @@ def _sklearn(lake: Path) -> dict:
 
 # -- the parent: time, memory, checks, report ---------------------------------------------------
 
-def measure(step: str, lake: Path, memory_limit: str | None) -> dict:
+def measure(step: str, lake: Path | str, memory_limit: str | None, label: str = "") -> dict:
     """Run ``step`` in a child; its wall time, peak RSS and numbers."""
     cmd = [sys.executable, __file__, "--child", step, "--lake", str(lake)]
     if memory_limit:
@@ -159,7 +211,7 @@ def measure(step: str, lake: Path, memory_limit: str | None) -> dict:
     seconds = time.perf_counter() - start
     if status != 0:
         raise SystemExit(f"step {step} failed (status {status})")
-    return {"step": step, "seconds": seconds, "peak_rss_mib": usage.ru_maxrss / 1024,
+    return {"step": step + label, "seconds": seconds, "peak_rss_mib": usage.ru_maxrss / 1024,
             "numbers": json.loads(output)}
 
 
@@ -197,17 +249,26 @@ def main() -> None:
     parser.add_argument("--steps", default=",".join(STEPS))
     parser.add_argument("--memory-limit", default=None, help="e.g. 1GB, for both engines")
     parser.add_argument("--child", help=argparse.SUPPRESS)
-    parser.add_argument("--lake", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--store", help="also read the lake from object storage under this "
+                        "URL (s3://, gs://, az://), or from moto's S3 server on 127.0.0.1: "
+                        "local-s3")
+    parser.add_argument("--lake", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(run_step(args.child, args.lake, args.memory_limit)))
+        lake = args.lake if "://" in args.lake else Path(args.lake)
+        print(json.dumps(run_step(args.child, lake, args.memory_limit)))
         return
+    store = local_s3() if args.store == "local-s3" else args.store
     fractions = [float(f) for f in args.scaling.split(",")] if args.scaling else [1.0]
     summary = []
     for fraction in fractions:
         samples = int(args.samples * fraction)
         lake = make_lake(args.folder / f"lake-{samples}", samples)
         rows = [measure(step, lake, args.memory_limit) for step in args.steps.split(",")]
+        if store:
+            remote = upload_lake(lake, store)
+            rows += [measure(step, remote, args.memory_limit, " @store")
+                     for step in args.steps.split(",") if step not in ("sklearn", "scan")]
         oracle = next((r["numbers"] for r in rows if r["step"] == "sklearn"), None)
         for r in rows:
             if oracle and r["step"].startswith(("exact", "binned")):
