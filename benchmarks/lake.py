@@ -264,11 +264,12 @@ def main() -> None:
     for fraction in fractions:
         samples = int(args.samples * fraction)
         lake = make_lake(args.folder / f"lake-{samples}", samples)
-        rows = [measure(step, lake, args.memory_limit) for step in args.steps.split(",")]
-        if store:
-            remote = upload_lake(lake, store)
-            rows += [measure(step, remote, args.memory_limit, " @store")
-                     for step in args.steps.split(",") if step not in ("sklearn", "scan")]
+        remote = upload_lake(lake, store) if store else None
+        rows = []
+        for step in args.steps.split(","):  # each step from the store right after local disk
+            rows.append(measure(step, lake, args.memory_limit))
+            if remote and step not in ("sklearn", "scan"):
+                rows.append(measure(step, remote, args.memory_limit, " @store"))
         oracle = next((r["numbers"] for r in rows if r["step"] == "sklearn"), None)
         for r in rows:
             if oracle and r["step"].startswith(("exact", "binned")):

@@ -147,10 +147,18 @@ def arrow_options(cloud: Cloud, options: Mapping[str, str] | None,
         if name in ("anonymous", "force_virtual_addressing"):
             out[name] = value.strip().lower() in ("1", "true", "yes")
         elif name in ("endpoint_override", "blob_storage_authority"):
-            scheme, sep, host = value.partition("://")
-            out[name] = host.rstrip("/") if sep else value
-            if sep:
-                out["blob_storage_scheme" if cloud == "azure" else "scheme"] = scheme
+            # pyarrow takes the host and the scheme apart (Azure: the account goes in the path
+            # of an emulator's endpoint, which pyarrow adds itself)
+            scheme, sep, rest = value.partition("://")
+            host = (rest if sep else value).split("/")[0]
+            if cloud == "azure":
+                out.update(blob_storage_authority=host, dfs_storage_authority=host)
+                if sep:
+                    out.update(blob_storage_scheme=scheme, dfs_storage_scheme=scheme)
+            else:
+                out[name] = host
+                if sep:
+                    out["scheme"] = scheme
         else:
             out[name] = value
     return out
