@@ -7,6 +7,7 @@ memory or on local disk. No test reaches an address outside this machine.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -207,6 +208,54 @@ def test_refused_credentials(engine: str, local_lake: Path, monkeypatch: pytest.
     finally:
         server.terminate()
         server.wait(10)
+
+
+# -- Azure: Azurite's blob service on 127.0.0.1 (skipped where it is not installed) -------------
+
+AZURITE_KEY = ("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/"
+               "KBHBeksoGMGw==")  # the emulator's published development key
+
+
+@pytest.fixture(scope="session")
+def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    program = shutil.which("azurite-blob")
+    if program is None:
+        pytest.skip("Azurite is not installed (npm install -g azurite)")
+    port = _free_port()
+    server = subprocess.Popen(
+        [program, "--blobHost", "127.0.0.1", "--blobPort", str(port), "--silent", "--loose",
+         "--skipApiVersionCheck", "--location", str(tmp_path_factory.mktemp("azurite"))],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline or server.poll() is not None:
+                server.kill()
+                pytest.fail("Azurite did not start")
+            time.sleep(0.1)
+    yield f"http://127.0.0.1:{port}/devstoreaccount1"
+    server.terminate()
+    server.wait(10)
+
+
+@pytest.mark.parametrize("spelling", ["az://preds/lake", "abfss://preds@devstoreaccount1"
+                                      ".dfs.core.windows.net/lake/"])
+def test_azure_lake_equals_the_lake_on_disk(spelling: str, engine: str, azurite: str,
+                                            local_lake: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in {"AZURE_STORAGE_ACCOUNT_NAME": "devstoreaccount1",
+                        "AZURE_STORAGE_ACCOUNT_KEY": AZURITE_KEY,
+                        "AZURE_STORAGE_ENDPOINT": azurite, "AZURE_ALLOW_HTTP": "true"}.items():
+        monkeypatch.setenv(name, value)
+    fs = pafs.AzureFileSystem(account_name="devstoreaccount1", account_key=AZURITE_KEY,
+                              **arrow_options("azure", {"endpoint": azurite}, {}))
+    fs.create_dir("preds")
+    pafs.copy_files(str(local_lake), "preds/lake", destination_filesystem=fs)
+    assert_equal(evaluate(spelling, engine), evaluate(str(local_lake), engine),
+                 ["model", "region"])
 
 
 # -- locations and options of every cloud (no server needed) ----------------------------------

@@ -49,7 +49,8 @@ _ARROW_KEYS: dict[Cloud, dict[str, str]] = {
               "storage_client_id": "client_id", "client_secret": "client_secret",
               "storage_client_secret": "client_secret", "tenant_id": "tenant_id",
               "storage_tenant_id": "tenant_id", "authority_id": "tenant_id",
-              "endpoint": "blob_storage_authority", "allow_http": ""},
+              "endpoint": "blob_storage_authority", "storage_endpoint": "blob_storage_authority",
+              "allow_http": ""},
 }
 _PREFIXES: dict[Cloud, tuple[str, ...]] = {"s3": ("aws_",), "gcs": ("google_", "gcs_"),
                                            "azure": ("azure_",)}
