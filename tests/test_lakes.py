@@ -321,14 +321,22 @@ def test_delta_table_at_a_version(version: int | None, engine: str,
     assert_equal(evaluate(str(folder), engine, as_of=version), want, ["model", "region"])
 
 
-def test_delta_named_and_in_object_storage(engine: str, s3: pafs.S3FileSystem,
+def test_delta_named_and_in_object_storage(engine: str, s3: pafs.S3FileSystem, s3_endpoint: str,
                                            delta_table: tuple[Path, dict[int, pl.DataFrame]],
+                                           monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     folder, versions = delta_table
     url = upload(s3, folder, "delta")
     assert_equal(evaluate(url, engine), evaluate(versions[2], engine), ["model", "region"])
     assert_equal(evaluate(f"delta://{url}/", engine, as_of=0), evaluate(versions[0], engine),
                  ["model", "region"])
+    with monkeypatch.context() as env:
+        env.delenv("AWS_ENDPOINT_URL")
+        options = {"aws_endpoint_url": s3_endpoint, "aws_allow_http": "true"}
+        assert_equal(evaluate(url, engine, storage_options=options, as_of="1"),
+                     evaluate(versions[1], engine), ["model", "region"])
+    with pytest.raises(InputError, match="is a Delta table, which is read alone"):
+        me.evaluate([str(folder), str(folder)])
     assert main(["evaluate", f"delta://{folder}", "--version", "1", "--by", "model", "--by",
                  "region", "--engine", engine, "--format", "csv", "--metric", "roc_auc"]) == 0
     got = pl.read_csv(capsys.readouterr().out.encode())

@@ -88,6 +88,14 @@ def open_lake(paths: Sequence[str | os.PathLike[str]], *,
         table = _detected_table(texts[0], storage_options, as_of)
         if table is not None:
             return table
+    else:
+        from mleval_sql.lakes.tables import kind_of
+
+        for text in texts:
+            kind = kind_of(text, storage_options)
+            if kind:
+                raise InputError(f"{text} is a {kind.capitalize()} table, which is read "
+                                 "alone, not with other inputs")
     if as_of is not None:
         raise InputError("as_of (--version) applies to Delta and Iceberg tables; "
                          f"{', '.join(texts)} is a parquet lake")

@@ -99,7 +99,7 @@ def delta(location: str, options: StorageOptions | None, as_of: AsOf | None) -> 
     version = table.version()
 
     def scan() -> pl.LazyFrame:
-        return pl.scan_delta(table, version=version)
+        return pl.scan_delta(table, version=version, storage_options=readable)
 
     def dataset() -> pads.Dataset:
         try:
