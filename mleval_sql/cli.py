@@ -292,9 +292,13 @@ def curve(args: argparse.Namespace) -> pl.DataFrame:
 
 
 def _source_options(args: argparse.Namespace) -> dict[str, Any]:
-    return {"by": args.by, "task": args.task, "engine": args.engine,
-            "columns": dict(args.column), "memory_limit": args.memory_limit,
-            "storage_options": dict(args.storage_option) or None, "as_of": args.as_of}
+    options = {"by": args.by, "task": args.task, "engine": args.engine,
+               "columns": dict(args.column), "memory_limit": args.memory_limit}
+    if args.storage_option:  # only where given: object storage and tables take them
+        options["storage_options"] = dict(args.storage_option)
+    if args.as_of is not None:
+        options["as_of"] = args.as_of
+    return options
 
 
 def _noting(run: Callable[..., T], *args: Any, **kwargs: Any) -> T:

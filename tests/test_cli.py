@@ -265,14 +265,16 @@ def test_arguments_map_onto_evaluate(monkeypatch: pytest.MonkeyPatch,
                        "--zero-division", "0", "--column", "score=prob", "--column", "weight=",
                        "--memory-limit", "2GB", "--thresholds", "0.75, 0.25,0.5",
                        "--max-fpr", "0.3", "--min-recall", "0.8", "--min-precision", "0.7",
-                       "--n-bins", "5", "--format", "csv")
+                       "--n-bins", "5", "--storage-option", "aws_region=eu-west-1",
+                       "--version", "3", "--format", "csv")
     assert (code, out) == (0, "metric,value\nf1,0.25\n")
     assert calls == [((["a.parquet", "b/"],), {
         "metrics": ["f1", "recall", "mcc"], "by": ["region", "model"], "task": "multilabel",
         "engine": "polars", "threshold": 0.25, "average": ["micro", "samples"], "beta": 0.5,
         "k": 3, "zero_division": 0.0, "columns": {"score": "prob", "weight": None},
         "memory_limit": "2GB", "thresholds": [0.75, 0.25, 0.5], "bins": None, "max_fpr": 0.3,
-        "min_recall": 0.8, "min_precision": 0.7, "n_bins": 5})]
+        "min_recall": 0.8, "min_precision": 0.7, "n_bins": 5,
+        "storage_options": {"aws_region": "eu-west-1"}, "as_of": "3"})]
 
 
 def test_evaluate_defaults_are_the_registry_defaults(monkeypatch: pytest.MonkeyPatch,
