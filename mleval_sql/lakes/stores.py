@@ -220,7 +220,7 @@ def list_files(location: Location, fs: pafs.FileSystem) -> list[str]:
         raise store_error(location.url, error) from None
     files = sorted(i.path for i in found if i.type == pafs.FileType.File
                    and not hidden(i.path[len(root):])
-                   and (fnmatch.fnmatchcase(i.path, pattern) if pattern
+                   and (_matches(i.path, pattern) if pattern
                         else i.path.lower().endswith(".parquet")))
     if not files:
         raise _nothing_at(location, fs, pattern)
@@ -241,6 +241,30 @@ def _nothing_at(location: Location, fs: pafs.FileSystem, pattern: str | None) ->
         return InputError(f"no such object: {location.url}")
     return InputError(f"no parquet files are below {location.url} (no such prefix, or only "
                       "names starting with _ or .)")
+
+
+def _matches(path: str, pattern: str) -> bool:
+    """Whether ``pattern`` names the object ``path``: the object itself, or a ``.parquet`` object
+    below a folder it names (``*`` within a name, ``**`` across folders, as in glob).
+
+    >>> _matches("b/lake/m=a/d=1/x.parquet", "b/lake/m=*"), _matches("b/lake/m=a/y.txt", "b/*")
+    (True, False)
+    >>> _matches("b/lake/m=a/x.parquet", "b/lake/*.parquet"), _matches("b/a/c/x.csv", "b/**/*.csv")
+    (False, True)
+    """
+    matched = _match_parts(path.split("/"), pattern.split("/"))
+    return matched == "itself" or (matched == "below" and path.lower().endswith(".parquet"))
+
+
+def _match_parts(parts: list[str], pattern: list[str]) -> str | None:
+    if not pattern:
+        return "below" if parts else "itself"
+    if pattern[0] == "**":
+        found = {_match_parts(parts[i:], pattern[1:]) for i in range(len(parts) + 1)}
+        return next((m for m in ("itself", "below") if m in found), None)
+    if parts and fnmatch.fnmatchcase(parts[0], pattern[0]):
+        return _match_parts(parts[1:], pattern[1:])
+    return None
 
 
 def _glob_root(pattern: str) -> str:
