@@ -126,7 +126,8 @@ def s3_lake(s3: pafs.S3FileSystem, local_lake: Path) -> str:
 
 # -- object storage --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("spelling", ["{}", "{}/", "{}/model=*/*/*.parquet"])
+@pytest.mark.parametrize("spelling", ["{}", "{}/", "{}/model=*/*/*.parquet", "{}/model=*",
+                                      "{}/**/*.parquet"])
 def test_s3_lake_equals_the_lake_on_disk(spelling: str, engine: str, s3_lake: str,
                                          local_lake: Path) -> None:
     want = evaluate(str(local_lake), engine)
