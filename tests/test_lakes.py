@@ -211,6 +211,35 @@ def test_refused_credentials(engine: str, local_lake: Path, monkeypatch: pytest.
         server.wait(10)
 
 
+def test_report_job_reads_object_storage_and_tables(engine: str, s3: pafs.S3FileSystem,
+                                                    s3_endpoint: str, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job's source: the demo lake in S3 (its endpoint in storage_options), or a Delta table
+    of it at its first version."""
+    pytest.importorskip("jinja2")
+    pytest.importorskip("deltalake")
+    from mleval_sql.reporting.job import Job
+    from mleval_sql.reporting.run import Progress, run
+
+    demo = Path(__file__).resolve().parent.parent / "fixtures" / "lake"
+    url = upload(s3, demo, "demo")
+    monkeypatch.delenv("AWS_ENDPOINT_URL")
+    table = pl.read_parquet(demo, hive_partitioning=True)
+    table.write_delta(tmp_path / "delta")
+    table.with_columns(score=1 - pl.col("score")).write_delta(tmp_path / "delta", mode="overwrite")
+
+    def metrics(path: str, **source: Any) -> pl.DataFrame:
+        job = {"sources": [{"path": path, "model_column": "model", **source}],
+               "segments": ["region"], "metrics": ["roc_auc", "f1"], "average": ["macro"],
+               "curves": {"kinds": []}, "task": "multilabel", "engine": engine}
+        return run(Job.from_dict(job), Progress(1, show=False)).metrics
+
+    want = metrics(str(demo))
+    options = {"aws_endpoint_url": s3_endpoint, "aws_allow_http": "true"}
+    assert_same_rows(metrics(url, storage_options=options), want, ["model", "segment"])
+    assert_same_rows(metrics(str(tmp_path / "delta"), as_of=0), want, ["model", "segment"])
+
+
 # -- Azure: Azurite's blob service on 127.0.0.1 (skipped where it is not installed) -------------
 
 AZURITE_KEY = ("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/"
