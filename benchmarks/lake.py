@@ -6,8 +6,9 @@ engine, by scikit-learn per group, and by a plain scan (the floor), in one run o
     python benchmarks/lake.py --store s3://bucket/bench      # also from object storage
     python benchmarks/lake.py --store local-s3               # ... a moto server on 127.0.0.1
 
-Every step runs in its own child process; the parent reports its wall time and peak RSS (from
-``wait4``) and checks that every engine's numbers equal scikit-learn's. Steps:
+Every step runs in its own child process; the parent reports its wall time, CPU time (user +
+system, less disturbed by other work on the machine) and peak RSS (from ``wait4``) and checks
+that every engine's numbers equal scikit-learn's. Steps:
 
 - ``exact-<engine>``: ROC AUC and average precision per (segment, label), plus precision,
   recall, F1 at 0.5 per label and macro-averaged, in one request;
@@ -22,6 +23,15 @@ cloud's standard environment variables say where and as whom), and every mleval 
 second time reading it from there (``<step> @store``), next to the same step on local disk.
 ``--store local-s3`` starts moto's S3 server on a free port of 127.0.0.1 for the run: its figures
 are those of a single-process Python server on this machine, not of a cloud.
+
+Clustering runs on a lake of its own (``clusters-N``: one row per sample, the same number of
+samples, 8 segments, 50 classes x 60 clusters):
+
+- ``cluster-<engine>``: every scalar clustering metric (adjusted_mutual_info included) per
+  segment, in one request;
+- ``cluster-sklearn``: scikit-learn's functions of the same names, per segment, after loading the
+  columns with pyarrow;
+- ``cluster-scan``: count and sums of class and cluster per segment with DuckDB.
 """
 
 from __future__ import annotations
@@ -45,6 +55,11 @@ EXACT = ["roc_auc", "average_precision", "precision", "recall", "f1"]
 DECISIONS = ["precision", "recall", "f1"]
 STEPS = ("exact-duckdb", "exact-polars", "binned-duckdb", "binned-polars", "checks-duckdb",
          "checks-polars", "sklearn", "scan")
+CLASSES, CLUSTERS = 50, 60
+CLUSTER_METRICS = ["adjusted_rand", "rand", "mutual_info", "normalized_mutual_info",
+                   "adjusted_mutual_info", "homogeneity", "completeness", "v_measure",
+                   "fowlkes_mallows"]
+CLUSTER_STEPS = ("cluster-duckdb", "cluster-polars", "cluster-sklearn", "cluster-scan")
 
 
 # -- the lake ----------------------------------------------------------------------------------
@@ -78,6 +93,33 @@ def make_lake(folder: Path, samples: int, seed: int = 0) -> Path:
             out = folder / f"segment=s{s}"
             out.mkdir(parents=True, exist_ok=True)
             pq.write_table(table, out / f"part-{start // per_file:05d}.parquet")
+    done.touch()
+    return folder
+
+
+def make_cluster_lake(folder: Path, samples: int, seed: int = 0) -> Path:
+    """``folder/segment=sK/part-N.parquet``: one row per sample (sample, truth, cluster), 8
+    segments, 50 classes; the cluster follows the class 70% of the time, else is random."""
+    done = folder / "_complete"
+    if done.exists():
+        return folder
+    rng = np.random.default_rng(seed)
+    per_file = 1_000_000
+    for start in range(0, samples, per_file):
+        n = min(per_file, samples - start)
+        segment = rng.integers(0, SEGMENTS, size=n)
+        truth = rng.integers(0, CLASSES, size=n).astype(np.int32)
+        follows = rng.random(n) < 0.7
+        cluster = np.where(follows, truth * CLUSTERS // CLASSES + rng.integers(0, 2, size=n),
+                           rng.integers(0, CLUSTERS, size=n)).astype(np.int32)
+        sample = np.arange(start, start + n, dtype=np.int64)
+        for s in range(SEGMENTS):
+            rows = segment == s
+            out = folder / f"segment=s{s}"
+            out.mkdir(parents=True, exist_ok=True)
+            pq.write_table(pa.table({"sample": sample[rows], "truth": truth[rows],
+                                     "cluster": cluster[rows]}),
+                           out / f"part-{start // per_file:05d}.parquet")
     done.touch()
     return folder
 
@@ -142,9 +184,23 @@ def run_step(step: str, lake: Path | str, memory_limit: str | None) -> dict:
         return {"groups": len(rows)}
     if step == "sklearn":
         return _sklearn(lake)
+    if step == "cluster-scan":
+        import duckdb
+
+        con = duckdb.connect()
+        rows = con.execute(
+            "SELECT segment, count(*), sum(truth), sum(cluster) FROM read_parquet($p, "
+            "hive_partitioning = true) GROUP BY ALL", {"p": f"{lake}/**/*.parquet"}).fetchall()
+        return {"groups": len(rows)}
+    if step == "cluster-sklearn":
+        return _sklearn_clusters(lake)
     import mleval_sql as me
 
     kind, engine = step.split("-")
+    if kind == "cluster":
+        frame = me.evaluate(str(lake), CLUSTER_METRICS, by="segment", task="clustering",
+                            engine=engine, memory_limit=memory_limit)
+        return {_key(r): r["value"] for r in frame.iter_rows(named=True)}
     if kind == "checks":
         me.check(str(lake), by="segment", task="multilabel", engine=engine,
                  memory_limit=memory_limit)
@@ -197,6 +253,21 @@ def _sklearn(lake: Path) -> dict:
     return out
 
 
+def _sklearn_clusters(lake: Path) -> dict:
+    from sklearn import metrics as skm
+
+    dataset = pads.dataset(lake, format="parquet", partitioning="hive")
+    out: dict[str, float] = {}
+    for s in range(SEGMENTS):
+        table = dataset.to_table(columns=["truth", "cluster"],
+                                 filter=pads.field("segment") == f"s{s}")
+        truth, cluster = table["truth"].to_numpy(), table["cluster"].to_numpy()
+        for metric in CLUSTER_METRICS:
+            out[f"s{s}|{metric}|None|None"] = float(getattr(skm, f"{metric}_score")(truth,
+                                                                                      cluster))
+    return out
+
+
 # -- the parent: time, memory, checks, report ---------------------------------------------------
 
 def measure(step: str, lake: Path | str, memory_limit: str | None, label: str = "") -> dict:
@@ -211,8 +282,9 @@ def measure(step: str, lake: Path | str, memory_limit: str | None, label: str = 
     seconds = time.perf_counter() - start
     if status != 0:
         raise SystemExit(f"step {step} failed (status {status})")
-    return {"step": step + label, "seconds": seconds, "peak_rss_mib": usage.ru_maxrss / 1024,
-            "numbers": json.loads(output)}
+    return {"step": step + label, "seconds": seconds,
+            "peak_rss_mib": usage.ru_maxrss / 1024,
+            "cpu_seconds": usage.ru_utime + usage.ru_stime, "numbers": json.loads(output)}
 
 
 def agreement(result: dict, oracle: dict) -> float:
@@ -225,16 +297,20 @@ def agreement(result: dict, oracle: dict) -> float:
 
 def report(rows: list[dict], samples: int) -> str:
     by_step = {r["step"]: r for r in rows}
-    sk, scan = by_step.get("sklearn"), by_step.get("scan")
     lines = [f"rows: {samples * LABELS:,} ({samples:,} samples x {LABELS} labels, "
-             f"{SEGMENTS} segments)", "",
-             "| step | wall s | peak RSS MiB | sklearn / step | step / scan | max rel diff |",
-             "|---|---:|---:|---:|---:|---:|"]
+             f"{SEGMENTS} segments); clustering: {samples:,} rows, {CLASSES} classes x "
+             f"{CLUSTERS} clusters", "",
+             "| step | wall s | CPU s | peak RSS MiB | sklearn / step | step / scan "
+             "| max rel diff |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
+        prefix = "cluster-" if r["step"].startswith("cluster-") else ""
+        sk, scan = by_step.get(f"{prefix}sklearn"), by_step.get(f"{prefix}scan")
         vs_sk = f"{sk['seconds'] / r['seconds']:.2f}x" if sk else "-"
         vs_scan = f"{r['seconds'] / scan['seconds']:.2f}x" if scan else "-"
         diff = r.get("max_rel_diff")
-        lines.append(f"| {r['step']} | {r['seconds']:.1f} | {r['peak_rss_mib']:.0f} | {vs_sk} "
+        lines.append(f"| {r['step']} | {r['seconds']:.1f} | {r['cpu_seconds']:.1f} "
+                     f"| {r['peak_rss_mib']:.0f} | {vs_sk} "
                      f"| {vs_scan} | {'-' if diff is None else f'{diff:.1e}'} |")
     return "\n".join(lines)
 
@@ -246,7 +322,8 @@ def main() -> None:
     parser.add_argument("--scaling", default="", help="also run at these fractions of "
                         "--samples, e.g. 0.1,0.3,1 (default: only the full size)")
     parser.add_argument("--folder", type=Path, default=Path("/tmp/mleval-bench"))
-    parser.add_argument("--steps", default=",".join(STEPS))
+    parser.add_argument("--steps", default=",".join(STEPS),
+                        help=f"comma-separated, of {', '.join(STEPS + CLUSTER_STEPS)}")
     parser.add_argument("--memory-limit", default=None, help="e.g. 1GB, for both engines")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--store", help="also read the lake from object storage under this "
@@ -263,16 +340,24 @@ def main() -> None:
     summary = []
     for fraction in fractions:
         samples = int(args.samples * fraction)
-        lake = make_lake(args.folder / f"lake-{samples}", samples)
-        remote = upload_lake(lake, store) if store else None
+        steps = args.steps.split(",")
+        lakes = {}
+        if set(steps) & set(STEPS):
+            lakes[False] = make_lake(args.folder / f"lake-{samples}", samples)
+        if set(steps) & set(CLUSTER_STEPS):
+            lakes[True] = make_cluster_lake(args.folder / f"clusters-{samples}", samples)
+        remote = upload_lake(lakes[False], store) if store and False in lakes else None
         rows = []
-        for step in args.steps.split(","):  # each step from the store right after local disk
-            rows.append(measure(step, lake, args.memory_limit))
-            if remote and step not in ("sklearn", "scan"):
+        for step in steps:  # each step from the store right after the same on local disk
+            rows.append(measure(step, lakes[step.startswith("cluster-")], args.memory_limit))
+            if remote and step in STEPS and step not in ("sklearn", "scan"):
                 rows.append(measure(step, remote, args.memory_limit, " @store"))
-        oracle = next((r["numbers"] for r in rows if r["step"] == "sklearn"), None)
+        oracles = {r["step"]: r["numbers"] for r in rows if r["step"].endswith("sklearn")}
         for r in rows:
-            if oracle and r["step"].startswith(("exact", "binned")):
+            oracle = oracles.get("cluster-sklearn" if r["step"].startswith("cluster-")
+                                 else "sklearn")
+            if oracle and r["step"].startswith(("exact", "binned", "cluster-duckdb",
+                                                "cluster-polars")):
                 r["max_rel_diff"] = agreement(r["numbers"], oracle)
         print(report(rows, samples), "\n", flush=True)
         summary.append({"samples": samples, "steps": {r["step"]: r["seconds"] for r in rows}})

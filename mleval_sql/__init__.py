@@ -2,7 +2,7 @@
 
 >>> import mleval_sql as me
 >>> sorted(me.METRICS)[:3]
-['accuracy', 'adjusted_accuracy', 'average_precision']
+['accuracy', 'adjusted_accuracy', 'adjusted_mutual_info']
 """
 
 from mleval_sql.api import check, curve, evaluate

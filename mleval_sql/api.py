@@ -20,8 +20,10 @@ from typing import Any, Literal
 
 import polars as pl
 
+from mleval_sql import clustering
 from mleval_sql.engines import Engine, EngineName, make_engine
 from mleval_sql.registry import (
+    AVERAGE_METHODS,
     AVERAGES,
     CURVES,
     DECISIONS,
@@ -45,7 +47,8 @@ from mleval_sql.sources import as_source
 DEFAULT_METRICS = ("accuracy", "precision", "recall", "f1")
 CurveKind = Literal["roc", "pr", "sweep", "reliability"]
 #: Parameters shown as a result column on the rows of the metrics that use them.
-METRIC_PARAMS = ("beta", "k", "max_fpr", "min_recall", "min_precision", "n_bins")
+METRIC_PARAMS = ("beta", "k", "max_fpr", "min_recall", "min_precision", "n_bins",
+                 "average_method")
 SWEEP_METRICS = ("tp", "fp", "fn", "tn", "precision", "recall")
 
 
@@ -70,7 +73,7 @@ class _Plan:
 
 def evaluate(
     source: Any,
-    metrics: str | Sequence[str] = DEFAULT_METRICS,
+    metrics: str | Sequence[str] | None = None,
     *,
     by: str | Sequence[str] = (),
     task: Task | None = None,
@@ -86,6 +89,7 @@ def evaluate(
     min_recall: float = 0.9,
     min_precision: float = 0.9,
     n_bins: int = 10,
+    average_method: str = "arithmetic",
     columns: Mapping[str, str | None] | None = None,
     memory_limit: str | None = None,
     connection: Any = None,
@@ -103,30 +107,41 @@ def evaluate(
     and regression, macro otherwise. ``zero_division``: the value of 0/0 (0, 1, or None: null).
     ``thresholds`` (a list) or ``bins`` (N: thresholds 0, 1/N, ..., 1) sweep the decision
     metrics; ``bins`` also makes ranking metrics approximate one-pass aggregates.
+    ``metrics`` default: accuracy, precision, recall, f1 (clustering: adjusted_rand,
+    adjusted_mutual_info, homogeneity, completeness, v_measure). Clustering reads one row per
+    sample, ``sample, truth, cluster[, weight]``; ``average_method`` ("arithmetic",
+    "geometric", "min", "max") is the mean of the entropies that normalized and adjusted mutual
+    information divide by.
 
     Returns ``*by, metric, average, label, [predicted, threshold, <parameters>,] value``, sorted.
 
     >>> evaluate("fixtures/lake", ["roc_auc", "f1"], by="model")  # doctest: +SKIP
     """
-    names = _names(metrics)
+    names = None if metrics is None else _names(metrics)
     by = [by] if isinstance(by, str) else list(by)
     params = _params(threshold=threshold, thresholds=thresholds, bins=bins, beta=beta, k=k,
                      zero_division=zero_division, max_fpr=max_fpr, min_recall=min_recall,
-                     min_precision=min_precision, n_bins=n_bins)
-    if task is None and all(set(METRICS[m].families) == {"regression"} for m in names):
-        task = "regression"
+                     min_precision=min_precision, n_bins=n_bins, average_method=average_method)
+    for only in ("regression", "clustering"):  # tasks never guessed from values
+        if task is None and names and all(set(METRICS[m].families) == {only} for m in names):
+            task = only
     with _prepared(source, by=by, task=task, engine=engine, columns=columns,
                    memory_limit=memory_limit, connection=connection,
                    storage_options=storage_options, as_of=as_of) as (runner, task, check):
-        check([m for m in names if METRICS[m].probabilities])
+        if names is None:
+            names = list(clustering.DEFAULT_METRICS if task == "clustering"
+                         else DEFAULT_METRICS)
+        check([m for m in names if METRICS[m].probabilities or METRICS[m].whole_weights])
         averages = _averages(average, task)
         plan = _plan(names, task, averages, sweep=params["thresholds"] is not None)
         params["micro"] = "micro" in averages  # a pooled curve costs a sort of its own
+        params["adjusted"] = "adjusted_mutual_info" in names  # E[MI]: a sum over the margins
         if thresholds is not None and SWEEP.name not in plan.families:
             raise InputError(f"{', '.join(names)} cannot be swept over thresholds for task "
                              f"{task!r}; sweeps cover the label-wise decision metrics of binary "
                              "and multilabel tasks")
-        results = runner.results(plan.steps(), params, numeric_truth=task == "regression")
+        results = runner.results(plan.steps(), params,
+                                 numeric_truth=task in ("regression", "clustering"))
     return _tidy(plan, results, params, by)
 
 
@@ -208,8 +223,8 @@ def curve(
     with _prepared(source, by=by, task=task, engine=engine, columns=columns,
                    memory_limit=memory_limit, connection=connection,
                    storage_options=storage_options, as_of=as_of) as (runner, task, check):
-        if task == "regression":
-            raise InputError("curves are for classification tasks, not regression")
+        if task in ("regression", "clustering"):
+            raise InputError(f"curves are for classification tasks, not {task}")
         if kind == "reliability":
             check(["a reliability table"])
         steps = CURVES[kind]
@@ -235,16 +250,23 @@ def _prepared(source: Any, *, by: list[str], task: Task | None, engine: EngineNa
               connection: Any, storage_options: Mapping[str, str] | None = None,
               as_of: int | str | datetime | None = None,
               ) -> Iterator[tuple[Engine, Task, Any]]:
-    """An engine over the checked input, the task, and a check for probability scores."""
+    """An engine over the checked input, the task, and the checks that depend on the metrics
+    asked (scores as probabilities; clustering: weights as counts)."""
     cols = Columns.from_mapping(columns)
     src = as_source(source, storage_options=storage_options, as_of=as_of)
-    weight = check_columns(src.schema(), cols, by)
-    options: dict[str, Any] = {"memory_limit": memory_limit}
+    schema = src.schema()
+    clusters = clustering.is_clustering(schema, cols, by, task, mapped=set(columns or ()))
+    weight = (clustering.check_columns if clusters else check_columns)(schema, cols, by)
+    options: dict[str, Any] = {"memory_limit": memory_limit, "clustering": clusters}
     if engine == "duckdb":
         options["connection"] = connection
     runner = make_engine(engine, src, cols, weight, by, **options)
     try:
         summary = runner.summary()
+        if clusters:
+            yield runner, clustering.check_summary(summary, cols, weight), (
+                lambda metrics: clustering.check_whole_weights(summary, weight, metrics))
+            return
         task = check_summary(summary, cols, weight, task)
         yield runner, task, lambda metrics: check_probabilities(summary, cols, metrics)
     finally:
@@ -291,7 +313,7 @@ def _params(*, threshold: float = 0.5, thresholds: Sequence[float] | None = None
             bins: int | None = None, beta: float = 1.0, k: int = 2,
             zero_division: float | None = None, max_fpr: float | None = None,
             min_recall: float = 0.9, min_precision: float = 0.9,
-            n_bins: int = 10) -> dict[str, object]:
+            n_bins: int = 10, average_method: str = "arithmetic") -> dict[str, object]:
     _number("threshold", threshold)
     _number("beta", beta, low=0, open_low=True)
     _number("k", k, low=1, whole=True)
@@ -300,6 +322,9 @@ def _params(*, threshold: float = 0.5, thresholds: Sequence[float] | None = None
     _number("n_bins", n_bins, low=1, whole=True)
     if max_fpr is not None:
         _number("max_fpr", max_fpr, low=0, high=1, open_low=True)
+    if average_method not in AVERAGE_METHODS:
+        raise InputError(f"average_method must be one of {list(AVERAGE_METHODS)}, got "
+                         f"{average_method!r}")
     if zero_division is not None and isinstance(zero_division, float) \
             and math.isnan(zero_division):
         zero_division = None
@@ -323,8 +348,9 @@ def _params(*, threshold: float = 0.5, thresholds: Sequence[float] | None = None
             "zero_division": None if zero_division is None else float(zero_division),
             "max_fpr": None if max_fpr is None else float(max_fpr),
             "min_recall": float(min_recall), "min_precision": float(min_precision),
-            "n_bins": n_bins,
-            "micro": True}  # $micro of ranking_metrics; evaluate() sets it from its averages
+            "n_bins": n_bins, "average_method": average_method,
+            "micro": True,  # $micro of ranking_metrics; evaluate() sets it from its averages
+            "adjusted": True}  # $adjusted of clustering_metrics; evaluate() sets it too
 
 
 def _plan(metrics: list[str], task: Task, averages: tuple[str, ...], *, sweep: bool) -> _Plan:
@@ -384,7 +410,8 @@ def _tidy(plan: _Plan, results: dict[str, pl.DataFrame], params: dict[str, objec
         frames.append(rows)
     out = pl.concat(frames, how="diagonal_relaxed")
     out = _unpack_segment(out, by)
-    optional = [c for c in ("predicted", "threshold", *METRIC_PARAMS, "bins")
+    optional = [c for c in ("predicted", *clustering.CELL_COLUMNS, "threshold", *METRIC_PARAMS,
+                            "bins")
                 if c in out.columns and out[c].null_count() < out.height]
     order = [*by, "metric", "average", "label", *optional, "value"]
     return out.select(order).sort([*by, "metric", "average", "label", *optional],

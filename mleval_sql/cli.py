@@ -7,11 +7,13 @@ Usage::
     mleval evaluate lake/ --metric f1 --by model --task multilabel --average macro --average micro
     mleval evaluate lake/ --metric precision,recall --by model --thresholds 0.3,0.5,0.7
     mleval evaluate preds.parquet --metric roc_auc --max-fpr 0.1 --metric calibration_error
+    mleval evaluate clusters.parquet --task clustering --column cluster=pred --by model
     mleval curve lake/ --kind roc --by model -o roc.csv --plot roc.png
     mleval curve lake/ --kind sweep --bins 20 --by model --format json
     mleval check lake/ --by model --memory-limit 1GB
     mleval metrics
     mleval sql f1 --task multilabel --dialect spark
+    mleval sql adjusted_rand
     mleval report examples/report.toml --output report/ --fail-on-alert
 
 Bad input prints one line ``mleval: error: <message>`` on stderr and exits with status 2;
@@ -34,7 +36,7 @@ import polars as pl
 import mleval_sql as me
 from mleval_sql.api import DEFAULT_METRICS, CurveKind
 from mleval_sql.plot import INSTALL_HINT, PlotError, check_target, plot_curve
-from mleval_sql.registry import AVERAGES, DEFAULTS, METRICS, Metric
+from mleval_sql.registry import AVERAGE_METHODS, AVERAGES, DEFAULTS, METRICS, Metric
 from mleval_sql.reporting import add_command as add_report_command
 from mleval_sql.schema import TASKS
 
@@ -98,7 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
     listing.set_defaults(run=run_metrics)
     query = commands.add_parser("sql", help="print the standalone query of a metric")
     query.add_argument("metric")
-    query.add_argument("--task", choices=TASKS, default="multilabel")
+    query.add_argument("--task", choices=TASKS,
+                       help="default: multilabel, or the metric's task when it has no multilabel "
+                            "form (clustering)")
     query.add_argument("--average", choices=AVERAGES)
     query.add_argument("--dialect", default="duckdb",
                        help="any dialect sqlglot writes: duckdb, spark, bigquery, ...")
@@ -137,6 +141,10 @@ def _add_evaluate(commands: argparse._SubParsersAction) -> None:
     cmd.add_argument("--n-bins", type=int, default=DEFAULTS["n_bins"], metavar="N",
                      help="equal-width score bins of calibration_error (default: "
                           f"{DEFAULTS['n_bins']})")
+    cmd.add_argument("--average-method", choices=AVERAGE_METHODS,
+                     default=DEFAULTS["average_method"],
+                     help="the mean of the two entropies normalized_mutual_info and "
+                          f"adjusted_mutual_info divide by (default: {DEFAULTS['average_method']})")
     _add_output(cmd)
     cmd.set_defaults(run=run_evaluate)
 
@@ -174,8 +182,9 @@ def _add_source(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--task", choices=TASKS, help="default: inferred from the data")
     cmd.add_argument("--engine", choices=("duckdb", "polars"), default="duckdb")
     cmd.add_argument("--column", action="append", default=[], type=_column, metavar="ROLE=NAME",
-                     help="where a role (sample, label, score, truth, weight) is found, "
-                          "e.g. score=prob; weight= ignores a weight column (repeatable)")
+                     help="where a role (sample, label, score, truth, weight; clustering: "
+                          "sample, truth, cluster, weight) is found, e.g. score=prob or "
+                          "cluster=pred; weight= ignores a weight column (repeatable)")
     cmd.add_argument("--memory-limit", metavar="SIZE", help="e.g. 1GB")
     cmd.add_argument("--storage-option", action="append", default=[], type=_storage_option,
                      metavar="KEY=VALUE", help="for object storage, beyond the cloud's "
@@ -279,7 +288,7 @@ def evaluate(args: argparse.Namespace) -> pl.DataFrame:
         "bins": args.bins, "average": args.average, "beta": args.beta, "k": args.k,
         "zero_division": ZERO_DIVISION[args.zero_division], "max_fpr": args.max_fpr,
         "min_recall": args.min_recall, "min_precision": args.min_precision,
-        "n_bins": args.n_bins,
+        "n_bins": args.n_bins, "average_method": args.average_method,
     }
     metrics = [name.strip() for arg in args.metric for name in arg.split(",") if name.strip()]
     if metrics:

@@ -18,15 +18,20 @@ from mleval_sql.registry import METRICS, STEPS
 from mleval_sql.schema import TASKS, InputError, Task
 
 
-def sql(metric: str, *, task: Task = "multilabel", average: str | None = None,
+def sql(metric: str, *, task: Task | None = None, average: str | None = None,
         dialect: str = "duckdb", pretty: bool = True) -> str:
     """The query computing ``metric`` for ``task`` from a relation named ``predictions``.
 
     It gives the family's tidy rows (``segment, metric, average, label, value``) for every
     metric of the family; filter on ``metric`` for one. Parameters stay named (``$threshold``).
+    ``task`` defaults to multilabel, or to the metric's first task when it has no multilabel
+    form (clustering metrics read ``predictions(sample, truth, cluster, weight, segment)``).
     """
     if metric not in METRICS:
         raise InputError(f"unknown metric {metric!r} (`mleval metrics` lists them)")
+    if task is None:
+        families = METRICS[metric].families
+        task = "multilabel" if "multilabel" in families else next(iter(families))
     if task not in TASKS:
         raise InputError(f"unknown task {task!r}; tasks are {list(TASKS)}")
     steps = METRICS[metric].family(task, average).steps(task)
@@ -37,8 +42,10 @@ def sql(metric: str, *, task: Task = "multilabel", average: str | None = None,
     own = tree.args.get("with_")
     tree.set("with_", exp.With(expressions=[*ctes, *(own.expressions if own else [])]))
     params = sorted({p for s in steps for p in STEPS[s].params})
-    header = (f"-- {metric} ({task}): {' -> '.join(steps)}. Reads predictions(sample, label, "
-              f"score, truth, weight, segment); parameters: "
+    columns = ("sample, truth, cluster, weight, segment" if task == "clustering"
+               else "sample, label, score, truth, weight, segment")
+    header = (f"-- {metric} ({task}): {' -> '.join(steps)}. Reads predictions({columns}); "
+              f"parameters: "
               f"{', '.join('$' + p for p in params) or 'none'}.\n")
     try:
         body = tree.sql(dialect=dialect, pretty=pretty, unsupported_level=sqlglot.ErrorLevel.RAISE)

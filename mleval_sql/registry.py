@@ -61,6 +61,11 @@ STEPS: dict[str, Step] = {s.name: s for s in (
     # regression
     Step("regression_sums", ("predictions",), "regression_sums"),
     Step("regression_metrics", ("regression_sums",)),
+    # clustering: one row per sample (sample, truth, cluster, weight, segment)
+    Step("cluster_summary", ("predictions",)),
+    Step("contingency", ("predictions",), "contingency"),
+    Step("clustering_metrics", ("contingency",), None, ("beta", "average_method", "adjusted")),
+    Step("contingency_cells", ("contingency",)),
 )}
 
 #: Averages over labels, as scikit-learn names them; "none" means one value per label and
@@ -114,8 +119,12 @@ CALIBRATION = Family("calibration", "calibration_metrics",
                      dict.fromkeys(_SCORED, ("calibration_bins",)), LABEL_AVERAGES)
 REGRESSION = Family("regression", "regression_metrics", {"regression": ("regression_sums",)},
                     ("none", "macro", "variance_weighted"))
+#: Clustering: every metric from the contingency table (weight per class x cluster) of a segment.
+CLUSTERING = Family("clustering", "clustering_metrics", {"clustering": ("contingency",)})
+CONTINGENCY = Family("contingency", "contingency_cells", {"clustering": ("contingency",)})
 FAMILIES = (DECISIONS, MULTICLASS, SAMPLES, TOP_K, RANKING, OPERATING, SWEEP, OVO,
-            LABEL_RANKING, PROBABILITY, PROBABILITY_MULTICLASS, CALIBRATION, REGRESSION)
+            LABEL_RANKING, PROBABILITY, PROBABILITY_MULTICLASS, CALIBRATION, REGRESSION,
+            CLUSTERING, CONTINGENCY)
 
 #: Curves (``me.curve``): the steps of each kind; "sweep" is decision metrics at thresholds.
 CURVES: dict[str, tuple[str, ...]] = {
@@ -141,6 +150,7 @@ class Metric:
     per_label: bool = True  # False: one value per segment even from a label-wise family
     only_averages: tuple[str, ...] | None = None  # a subset of its family's averages
     probabilities: bool = False  # reads scores as probabilities: they must lie in [0, 1]
+    whole_weights: bool = False  # reads weights as counts: they must be whole numbers
 
     def family(self, task: Task, average: str | None = None) -> Family:
         if average == "samples" and self.samples_average and task == "multilabel":
@@ -252,15 +262,46 @@ METRICS: dict[str, Metric] = _metrics(
            {"regression": REGRESSION}, only_averages=("none", "macro")),
     Metric("r2", "coefficient of determination; null when the truth is constant",
            {"regression": REGRESSION}),
+    # clustering: scikit-learn's functions of the same name (without _score)
+    Metric("adjusted_rand", "Rand index adjusted for chance (Hubert & Arabie)",
+           {"clustering": CLUSTERING}),
+    Metric("rand", "share of sample pairs on which classes and clusters agree (together or "
+           "apart)", {"clustering": CLUSTERING}),
+    Metric("mutual_info", "mutual information between classes and clusters, in nats",
+           {"clustering": CLUSTERING}),
+    Metric("normalized_mutual_info", "mutual information over a mean (average_method) of the "
+           "two entropies", {"clustering": CLUSTERING}, params=("average_method",)),
+    Metric("adjusted_mutual_info", "mutual information adjusted for chance: (MI - E[MI]) / "
+           "(mean entropy - E[MI]), E[MI] under the hypergeometric model",
+           {"clustering": CLUSTERING}, params=("average_method",), whole_weights=True),
+    Metric("homogeneity", "1 - H(class | cluster) / H(class): each cluster holds one class",
+           {"clustering": CLUSTERING}),
+    Metric("completeness", "1 - H(cluster | class) / H(cluster): each class is in one cluster",
+           {"clustering": CLUSTERING}),
+    Metric("v_measure", "weighted harmonic mean of homogeneity and completeness (beta)",
+           {"clustering": CLUSTERING}, params=("beta",)),
+    Metric("fowlkes_mallows", "geometric mean of pairwise precision and recall",
+           {"clustering": CLUSTERING}),
+    Metric("purity", "share of the weight in its cluster's largest class",
+           {"clustering": CLUSTERING}),
+    Metric("pair_confusion_matrix", "ordered sample pairs by whether they share a class "
+           "(truth 1) and a cluster (cluster 1), as scikit-learn's 2 x 2 matrix",
+           {"clustering": CLUSTERING}),
+    Metric("contingency", "weight of samples per (class, cluster): rows truth, cluster, value",
+           {"clustering": CONTINGENCY}),
 )
 
 DEFAULTS: dict[str, object] = {
     "threshold": 0.5, "beta": 1.0, "k": 2, "zero_division": None, "thresholds": None,
     "bins": None, "max_fpr": None, "min_recall": 0.9, "min_precision": 0.9, "n_bins": 10,
+    "average_method": "arithmetic",
     "kind": "roc", "drop_intermediate": None,  # None: as scikit-learn (roc drops, pr keeps)
 }
+#: The means of two entropies that normalized_mutual_info and adjusted_mutual_info divide by.
+AVERAGE_METHODS = ("arithmetic", "geometric", "min", "max")
 
 
 def default_averages(task: Task) -> tuple[str, ...]:
-    """Per label for binary and regression (usually one label), the macro average otherwise."""
-    return ("none",) if task in ("binary", "regression") else ("macro",)
+    """Per label for binary and regression (usually one label), the macro average otherwise
+    (clustering metrics have no averages)."""
+    return ("none",) if task in ("binary", "regression", "clustering") else ("macro",)

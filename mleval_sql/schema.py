@@ -17,8 +17,8 @@ from typing import Literal
 
 import polars as pl
 
-Task = Literal["binary", "multiclass", "multilabel", "regression"]
-TASKS: tuple[Task, ...] = ("binary", "multiclass", "multilabel", "regression")
+Task = Literal["binary", "multiclass", "multilabel", "regression", "clustering"]
+TASKS: tuple[Task, ...] = ("binary", "multiclass", "multilabel", "regression", "clustering")
 
 #: Column names of every result table; segment columns may not take them.
 RESULT_COLUMNS = ("metric", "average", "label", "predicted", "threshold", "beta", "k", "value")
@@ -37,6 +37,7 @@ class Columns:
     score: str = "score"
     truth: str = "truth"
     weight: str | None = "weight"
+    cluster: str = "cluster"  # clustering: the assigned cluster (truth is the reference class)
 
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, str | None] | None) -> Columns:

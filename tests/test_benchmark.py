@@ -38,3 +38,17 @@ def test_benchmark_steps_equal_scikit_learn(bench, lake: Path, oracle: dict, ste
     # exact: AUC, AP and P/R/F1 of 80 groups, plus 24 macro values; binned: the 0.5 rows
     assert len(shared) >= (424 if step.startswith("exact") else 264)
     assert bench.agreement(numbers, oracle) < 1e-9
+
+
+@pytest.fixture(scope="module")
+def cluster_lake(bench, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return bench.make_cluster_lake(tmp_path_factory.mktemp("bench") / "clusters", samples=20_000)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("step", ["cluster-duckdb", "cluster-polars"])
+def test_clustering_steps_equal_scikit_learn(bench, cluster_lake: Path, step: str):
+    oracle = bench.run_step("cluster-sklearn", cluster_lake, None)
+    numbers = bench.run_step(step, cluster_lake, "1GB")
+    assert len(set(numbers) & set(oracle)) == 8 * len(bench.CLUSTER_METRICS)
+    assert bench.agreement(numbers, oracle) < 1e-12

@@ -265,15 +265,16 @@ def test_arguments_map_onto_evaluate(monkeypatch: pytest.MonkeyPatch,
                        "--zero-division", "0", "--column", "score=prob", "--column", "weight=",
                        "--memory-limit", "2GB", "--thresholds", "0.75, 0.25,0.5",
                        "--max-fpr", "0.3", "--min-recall", "0.8", "--min-precision", "0.7",
-                       "--n-bins", "5", "--storage-option", "aws_region=eu-west-1",
-                       "--version", "3", "--format", "csv")
+                       "--n-bins", "5", "--average-method", "geometric",
+                       "--storage-option", "aws_region=eu-west-1", "--version", "3",
+                       "--format", "csv")
     assert (code, out) == (0, "metric,value\nf1,0.25\n")
     assert calls == [((["a.parquet", "b/"],), {
         "metrics": ["f1", "recall", "mcc"], "by": ["region", "model"], "task": "multilabel",
         "engine": "polars", "threshold": 0.25, "average": ["micro", "samples"], "beta": 0.5,
         "k": 3, "zero_division": 0.0, "columns": {"score": "prob", "weight": None},
         "memory_limit": "2GB", "thresholds": [0.75, 0.25, 0.5], "bins": None, "max_fpr": 0.3,
-        "min_recall": 0.8, "min_precision": 0.7, "n_bins": 5,
+        "min_recall": 0.8, "min_precision": 0.7, "n_bins": 5, "average_method": "geometric",
         "storage_options": {"aws_region": "eu-west-1"}, "as_of": "3"})]
 
 
@@ -285,7 +286,7 @@ def test_evaluate_defaults_are_the_registry_defaults(monkeypatch: pytest.MonkeyP
     assert calls[0][1]["bins"] == 4
     kwargs = calls[1][1]
     names = ("threshold", "thresholds", "bins", "beta", "k", "zero_division", "max_fpr",
-             "min_recall", "min_precision", "n_bins")
+             "min_recall", "min_precision", "n_bins", "average_method")
     assert {n: kwargs[n] for n in names} == {n: DEFAULTS[n] for n in names}
     assert "metrics" not in kwargs  # the API's own default list
 

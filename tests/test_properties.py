@@ -67,3 +67,27 @@ def test_multilabel_edge_cases(frame, zero_division):
 @given(frame=tables("multiclass"), zero_division=st.sampled_from([None, 0, 1]))
 def test_multiclass_edge_cases(frame, zero_division):
     _check(frame, "multiclass", zero_division)
+
+
+@st.composite
+def clusterings(draw: st.DrawFn) -> pl.DataFrame:
+    """Up to 8 samples in up to 3 classes and 4 clusters, weights 0-3 (at least one counts)."""
+    n_samples = draw(st.integers(1, 8))
+    rows = [(i, draw(st.integers(0, 2)), f"c{draw(st.integers(0, 3))}",
+             float(draw(st.integers(0, 3))) if i else 1.0) for i in range(n_samples)]
+    return pl.DataFrame(rows, orient="row", schema=["sample", "truth", "cluster", "weight"])
+
+
+@SETTINGS
+@given(frame=clusterings(), method=st.sampled_from(["arithmetic", "geometric", "min", "max"]))
+def test_clustering_edge_cases(frame, method):
+    from tests.oracle_clustering import ORACLES as CLUSTERING
+    from tests.oracle_clustering import expected as clustering_expected
+    from tests.test_clustering import assert_rows_equal, got_rows
+
+    params = {"average_method": method}
+    want = {k: v for name in CLUSTERING
+            for k, v in clustering_expected(frame, name, [], params).items()}
+    for engine in ("duckdb", "polars"):
+        got = me.evaluate(frame, sorted(CLUSTERING), engine=engine, average_method=method)
+        assert_rows_equal(got_rows(got, []), want, rel=1e-12)

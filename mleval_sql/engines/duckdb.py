@@ -32,14 +32,16 @@ class DuckDBEngine:
     ``temp_directory`` (default: a fresh temporary folder, removed afterwards), on a connection
     of its own, and the segments are evaluated one at a time (a parquet lake partitioned by the
     segment columns is then read one partition at a time); a user's ``connection`` keeps the
-    memory settings the user gave it. A progress bar shows on a terminal.
+    memory settings the user gave it. A progress bar shows on a terminal. ``clustering``: the
+    input is a clustering table (sample, truth, cluster, weight), checked by cluster_summary.
     """
 
     name = "duckdb"
 
     def __init__(self, source: Source, columns: Columns, weight: str | None, by: Sequence[str],
                  *, connection: duckdb.DuckDBPyConnection | None = None,
-                 memory_limit: str | None = None, temp_directory: str | None = None) -> None:
+                 memory_limit: str | None = None, temp_directory: str | None = None,
+                 clustering: bool = False) -> None:
         self.owned = connection is None
         self.con = connection or duckdb.connect()
         self.prefix = f"mleval_{uuid.uuid4().hex[:8]}_"
@@ -76,21 +78,23 @@ class DuckDBEngine:
         self.relation, self.by = relation, list(by)
         self.by_segment = bool(memory_limit and by)
         self.segments: list[object] = []
+        self.summary_step = "cluster_summary" if clustering else "validate_summary"
         self._create("VIEW", "predictions", _canonical(self._name("input"), columns, weight, by,
-                                                       truth_as_bool=False))
+                                                       truth_as_bool=False,
+                                                       clustering=clustering))
         self._canonical_bool = _canonical(self._name("input"), columns, weight, by,
                                           truth_as_bool=True)
 
     def summary(self) -> pl.DataFrame:
-        """The validation summary (queries/validate_summary.sql), one segment at a time under
-        a memory budget."""
+        """The validation summary (queries/validate_summary.sql; clustering:
+        queries/cluster_summary.sql), one segment at a time under a memory budget."""
         if self.by_segment:
             self.segments = self.con.sql(
                 f"SELECT DISTINCT segment FROM {queries.identifier(self._name('predictions'))}"
             ).pl()["segment"].to_list()
         if not self.segments:  # no budget, or an empty input
-            return self._fetch("validate_summary", {})
-        return pl.concat(self._each_segment(lambda: self._fetch("validate_summary", {})),
+            return self._fetch(self.summary_step, {})
+        return pl.concat(self._each_segment(lambda: self._fetch(self.summary_step, {})),
                          how="vertical_relaxed")
 
     def results(self, steps: Iterable[str], params: dict[str, object], *,
@@ -98,7 +102,8 @@ class DuckDBEngine:
         """Run ``steps`` in order: statistics become tables, final steps return metric rows
         (per segment under a memory budget).
 
-        ``truth`` is boolean unless ``numeric_truth`` (regression: the target).
+        ``truth`` is boolean unless ``numeric_truth`` (regression: the target; clustering: the
+        reference class).
         """
         if not numeric_truth:
             self._create("VIEW", "predictions", self._canonical_bool, replace=True)
@@ -200,14 +205,20 @@ _STAT_TABLES = tuple(sorted({s.gives for s in STEPS.values() if s.gives}))
 
 
 def _canonical(input_name: str, columns: Columns, weight: str | None, by: Sequence[str],
-               *, truth_as_bool: bool) -> str:
-    """SELECT of the canonical columns from the user's table, every identifier quoted."""
+               *, truth_as_bool: bool, clustering: bool = False) -> str:
+    """SELECT of the canonical columns from the user's table, every identifier quoted
+    (clustering: sample, truth, cluster, weight, segment)."""
     q = queries.identifier
     truth = f"CAST({q(columns.truth)} AS BOOLEAN)" if truth_as_bool else q(columns.truth)
     # one segment column is the key itself; several are packed in a struct (grouping by a
     # struct costs about three times as much, so it is kept for when it is needed)
     segment = (q(by[0]) if len(by) == 1 else
                "struct_pack(" + ", ".join(f"{q(c)} := {q(c)}" for c in by) + ")" if by else "0")
+    if clustering:
+        return (f"SELECT {q(columns.sample)} AS sample, {q(columns.truth)} AS truth, "
+                f"{q(columns.cluster)} AS cluster, "
+                f"CAST({q(weight) if weight else 1} AS DOUBLE) AS weight, "
+                f"{segment} AS segment FROM {q(input_name)}")
     return (f"SELECT {q(columns.sample)} AS sample, {q(columns.label)} AS label, "
             f"CAST({q(columns.score)} AS DOUBLE) AS score, {truth} AS truth, "
             f"CAST({q(weight) if weight else 1} AS DOUBLE) AS weight, "

@@ -47,11 +47,13 @@ def together(parts: list[dict[str, pl.DataFrame]]) -> dict[str, pl.DataFrame]:
 
 def _with_every_label(rows: pl.DataFrame) -> pl.DataFrame:
     """A label that one segment lacks but another has gets its metric rows with NULL values, as
-    when all segments are evaluated at once. Curve tables (no ``metric`` column) and
-    confusion-matrix cells (``predicted``) have no grid."""
+    when all segments are evaluated at once. Curve tables (no ``metric`` column) and the cells
+    of a confusion matrix (``predicted``) or contingency table (``truth``, ``cluster``) have no
+    grid."""
     if "metric" not in rows.columns:
         return rows
-    cells = pl.col("predicted").is_not_null() if "predicted" in rows.columns else pl.lit(False)
+    cells = pl.any_horizontal(pl.lit(False), *(pl.col(c).is_not_null() for c in (
+        "predicted", "truth", "cluster") if c in rows.columns))
     keys = ["segment", "metric", "average", "label"]
     values = rows.filter(~cells)
     grid = values.select("segment").unique(maintain_order=True).join(

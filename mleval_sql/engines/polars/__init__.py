@@ -5,6 +5,7 @@ the step's parameters, and returns a LazyFrame; nothing is collected until the e
 all requested results together. One module per family; each lists its steps in ``__all__``.
 """
 
+from mleval_sql.engines.polars.clustering import *  # noqa: F403
 from mleval_sql.engines.polars.decisions import decision_metrics, threshold_counts
 from mleval_sql.engines.polars.label_ranking import *  # noqa: F403
 from mleval_sql.engines.polars.multiclass import (

@@ -19,29 +19,32 @@ class PolarsEngine:
     With a ``memory_limit`` the streaming engine runs the plans, one segment at a time: every
     metric lives within a segment, so only one segment's statistics are ever held (a parquet
     lake partitioned by the segment columns is then read one partition at a time).
+    ``clustering``: the input is a clustering table (sample, truth, cluster, weight), checked by
+    cluster_summary.
     """
 
     name = "polars"
 
     def __init__(self, source: Source, columns: Columns, weight: str | None, by: Sequence[str],
-                 *, memory_limit: str | None = None) -> None:
+                 *, memory_limit: str | None = None, clustering: bool = False) -> None:
         self.source = source.polars()
         self.by = list(by)
-        self.columns, self.weight = columns, weight
+        self.columns, self.weight, self.clustering = columns, weight, clustering
+        self.check = plans.cluster_summary if clustering else plans.validate_summary
         self.predictions = self._canonical(self.source)
         self.collect_engine = "streaming" if memory_limit else "auto"
         self.by_segment = bool(memory_limit and by)
         self.segments: list[object] = []
 
     def summary(self) -> pl.DataFrame:
-        """The validation summary (engines/polars/validate.py), one segment at a time under a
-        memory budget."""
+        """The validation summary (engines/polars/validate.py; clustering: cluster_summary), one
+        segment at a time under a memory budget."""
         if self.by_segment:
             self.segments = self.predictions.select(pl.col("segment").unique()).collect(
                 engine=self.collect_engine)["segment"].to_list()
         if not self.segments:  # no budget, or an empty input
-            return plans.validate_summary(self.predictions).collect(engine=self.collect_engine)
-        return pl.concat([plans.validate_summary(self._segment(value)).collect(
+            return self.check(self.predictions).collect(engine=self.collect_engine)
+        return pl.concat([self.check(self._segment(value)).collect(
             engine=self.collect_engine) for value in with_progress(self.segments, "checks")],
             how="vertical_relaxed")
 
@@ -50,7 +53,8 @@ class PolarsEngine:
         """Build every step's plan, then collect the final steps' rows in one go (per segment
         under a memory budget).
 
-        ``truth`` is boolean unless ``numeric_truth`` (regression: the target).
+        ``truth`` is boolean unless ``numeric_truth`` (regression: the target; clustering: the
+        reference class).
         """
         steps = list(steps)
         if not (self.by_segment and self.segments):
@@ -66,13 +70,20 @@ class PolarsEngine:
 
     def _canonical(self, frame: pl.LazyFrame) -> pl.LazyFrame:
         columns, weight, by = self.columns, self.weight, self.by
+        segment = pl.col(by[0]) if len(by) == 1 else pl.struct(*by) if by else pl.lit(0)
+        if self.clustering:
+            return frame.select(
+                sample=pl.col(columns.sample), truth=pl.col(columns.truth),
+                cluster=pl.col(columns.cluster),
+                weight=pl.col(weight).cast(pl.Float64) if weight else pl.lit(1.0),
+                segment=segment)
         return frame.select(
             sample=pl.col(columns.sample),
             label=pl.col(columns.label),
             score=pl.col(columns.score).cast(pl.Float64),
             truth=pl.col(columns.truth),
             weight=pl.col(weight).cast(pl.Float64) if weight else pl.lit(1.0),
-            segment=pl.col(by[0]) if len(by) == 1 else pl.struct(*by) if by else pl.lit(0),
+            segment=segment,
         )
 
     def _segment(self, value: object) -> pl.LazyFrame:

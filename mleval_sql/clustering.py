@@ -1,0 +1,126 @@
+"""The clustering task's input: when a request is one, its columns and the checks of its rows.
+
+A clustering table has one row per sample::
+
+    sample  truth (the reference class)  cluster  [weight]  [segment columns...]
+
+The task is never guessed from values: a request is clustering when ``task="clustering"``, when
+every metric asked is a clustering metric, when the ``cluster`` role is mapped in ``columns=``,
+or when the input has a column named ``cluster`` (not a segment column) and no ``score`` column.
+
+>>> schema = pl.Schema({"id": pl.String, "cls": pl.Int64, "pred": pl.Int64})
+>>> is_clustering(schema, Columns(sample="id", truth="cls", cluster="pred"), [], None,
+...               mapped={"cluster"})
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+import polars as pl
+
+from mleval_sql.schema import RESULT_COLUMNS, Columns, InputError, Task
+
+#: Result columns of the clustering rows: the cell of the contingency table or pair matrix.
+CELL_COLUMNS = ("truth", "cluster")
+#: The metrics a clustering request computes when none are named.
+DEFAULT_METRICS = ("adjusted_rand", "adjusted_mutual_info", "homogeneity", "completeness",
+                   "v_measure")
+
+
+def is_clustering(schema: pl.Schema, columns: Columns, by: Sequence[str], task: Task | None,
+                  *, mapped: Collection[str]) -> bool:
+    """Whether the request is clustering, from the task, the mapping and the column names
+    (``mapped``: the roles the user mapped in ``columns=``)."""
+    if task is not None:
+        if task != "clustering" and "cluster" in mapped:
+            raise InputError(f"columns['cluster'] is for task 'clustering', not {task!r}")
+        return task == "clustering"
+    if "cluster" in mapped:
+        return True
+    names = set(schema.names())
+    return columns.cluster in names and columns.cluster not in by and columns.score not in names
+
+
+def check_columns(schema: pl.Schema, columns: Columns, by: Sequence[str]) -> str | None:
+    """Check names and types before any scan; return the weight column to use, if any."""
+    present = set(schema.names())
+    roles = {"sample": columns.sample, "truth": columns.truth, "cluster": columns.cluster}
+    for role, name in roles.items():
+        if name not in present:
+            hint = "" if role == name else f" (mapped from {role!r})"
+            raise InputError(f"missing column {name!r}{hint} for task 'clustering'; the input "
+                             f"has {sorted(present)}")
+    for role in ("truth", "cluster"):
+        dtype = schema[roles[role]]
+        if dtype.is_float() or dtype.is_nested():
+            raise InputError(f"column {roles[role]!r} ({role}) must hold integers or strings, "
+                             f"not {dtype}")
+    weight = columns.weight if columns.weight in present else None
+    if columns.weight not in (None, "weight") and weight is None:
+        raise InputError(f"missing weight column {columns.weight!r}; "
+                         f"the input has {sorted(present)}")
+    if weight is not None and not schema[weight].is_numeric():
+        raise InputError(f"column {weight!r} (weight) must be numeric, not {schema[weight]}")
+    used = {*roles.values(), weight}
+    for name in by:
+        if name not in present:
+            raise InputError(f"segment column {name!r} is not in the input; "
+                             f"it has {sorted(present)}")
+        if name in used:
+            raise InputError(f"segment column {name!r} is also a clustering column")
+        if name in (*RESULT_COLUMNS, *CELL_COLUMNS):
+            raise InputError(f"segment column {name!r} clashes with a result column; "
+                             "rename it in the input")
+    if len(set(by)) != len(by):
+        raise InputError(f"segment columns repeat: {list(by)}")
+    return weight
+
+
+# The per-segment summary of queries/cluster_summary.sql and engines/polars/clustering.py.
+SUMMARY_COLUMNS = (
+    "n_rows", "n_samples", "null_sample", "null_truth", "null_cluster", "bad_weight",
+    "fractional_weight", "dup_rows", "example_null_truth", "example_null_cluster",
+    "example_dup", "example_fractional",
+)
+
+
+def check_summary(summary: pl.DataFrame, columns: Columns, weight: str | None) -> Task:
+    """Raise the first problem the clustering summary shows; return ``"clustering"``."""
+    total = summary.select(pl.col(c).sum() for c in (
+        "n_rows", "null_sample", "null_truth", "null_cluster", "bad_weight",
+        "dup_rows")).row(0, named=True)
+    if not total["n_rows"]:
+        raise InputError("the input has no rows")
+
+    def example(key: str) -> object:
+        # the smallest offending sample over all segments: the same on either engine
+        return summary.select(pl.col(key).min()).item()
+
+    if total["null_sample"]:
+        raise InputError(f"column {columns.sample!r} has {total['null_sample']} null value(s) "
+                         f"in {total['n_rows']} rows")
+    for role, name in (("truth", columns.truth), ("cluster", columns.cluster)):
+        if total[f"null_{role}"]:
+            raise InputError(f"column {name!r} ({role}) has {total[f'null_{role}']} null "
+                             f"value(s), e.g. sample {example(f'example_null_{role}')!r}")
+    if total["bad_weight"]:
+        raise InputError(f"column {weight!r} has {total['bad_weight']} null, negative or "
+                         "non-finite weight(s)")
+    if total["dup_rows"]:
+        raise InputError(
+            f"{total['dup_rows']} duplicate {columns.sample!r} row(s), e.g. sample "
+            f"{example('example_dup')!r}: clustering takes one row per sample; if the input "
+            "holds several models or datasets, name their columns in by=")
+    return "clustering"
+
+
+def check_whole_weights(summary: pl.DataFrame, weight: str | None, metrics: list[str]) -> None:
+    """Metrics that read weights as counts (the expected mutual information's hypergeometric
+    model) need every weight to be a whole number."""
+    if metrics and summary["fractional_weight"].sum():
+        sample = summary.select(pl.col("example_fractional").min()).item()
+        raise InputError(f"{metrics[0]} reads weights as counts, but column {weight!r} has "
+                         f"{summary['fractional_weight'].sum()} fractional weight(s), e.g. "
+                         f"sample {sample!r}")
