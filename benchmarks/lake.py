@@ -3,6 +3,8 @@ engine, by scikit-learn per group, and by a plain scan (the floor), in one run o
 
     python benchmarks/lake.py                          # 100M rows: 10M samples x 10 labels
     python benchmarks/lake.py --samples 1_000_000 --scaling 1,3,10 --memory-limit 1GB
+    python benchmarks/lake.py --store s3://bucket/bench      # also from object storage
+    python benchmarks/lake.py --store local-s3               # ... a moto server on 127.0.0.1
 
 Every step runs in its own child process; the parent reports its wall time, CPU time (user +
 system, less disturbed by other work on the machine) and peak RSS (from ``wait4``) and checks
@@ -18,6 +20,12 @@ that every engine's numbers equal scikit-learn's. Steps:
 - ``checks-<engine>``: only the input checks every request starts with (a sample's rows span
   its labels, so they group by sample: the part of each request a plain scan does not pay for);
 - ``scan``: count and sum of score per (segment, label) with DuckDB, which no evaluation beats.
+
+With ``--store URL`` the lake is also uploaded under URL (``s3://``, ``gs://``, ``az://``: the
+cloud's standard environment variables say where and as whom), and every mleval step runs a
+second time reading it from there (``<step> @store``), next to the same step on local disk.
+``--store local-s3`` starts moto's S3 server on a free port of 127.0.0.1 for the run: its figures
+are those of a single-process Python server on this machine, not of a cloud.
 
 Clustering runs on a lake of its own (``clusters-N``: one row per sample, the same number of
 samples, 8 segments, 50 classes x 60 clusters):
@@ -123,7 +131,51 @@ def make_cluster_lake(folder: Path, samples: int, seed: int = 0) -> Path:
 
 # -- the steps, each run in a child process ------------------------------------------------------
 
-def run_step(step: str, lake: Path, memory_limit: str | None) -> dict:
+def upload_lake(lake: Path, url: str) -> str:
+    """``lake``'s files under ``url`` (once: a ``_complete`` marker is written last)."""
+    import pyarrow.fs as pafs
+
+    from mleval_sql.lakes.stores import Location, filesystem
+
+    where = Location.parse(f"{url.rstrip('/')}/{lake.name}")
+    fs = filesystem(where, None)
+    if fs.get_file_info(f"{where.arrow_path}/_complete").type != pafs.FileType.File:
+        files = [*sorted(lake.rglob("*.parquet")), lake / "_complete"]
+        for file in files:
+            pafs.copy_files(str(file), f"{where.arrow_path}/{file.relative_to(lake)}",
+                            destination_filesystem=fs)
+    return where.url
+
+
+def local_s3() -> str:
+    """moto's S3 server on a free port of 127.0.0.1, its settings in this process's
+    environment (which the steps inherit); a bucket ``bench``. Returns ``s3://bench``."""
+    import atexit
+    import socket
+
+    import pyarrow.fs as pafs
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
+                               str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    atexit.register(server.terminate)
+    os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench",
+                      AWS_REGION="us-east-1", AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}",
+                      AWS_ALLOW_HTTP="true", AWS_EC2_METADATA_DISABLED="true")
+    for _ in range(300):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    pafs.S3FileSystem(endpoint_override=f"127.0.0.1:{port}", scheme="http",
+                      allow_bucket_creation=True).create_dir("bench")
+    return "s3://bench"
+
+
+def run_step(step: str, lake: Path | str, memory_limit: str | None) -> dict:
     """Run one step here; return its numbers as {key: value}."""
     if step == "scan":
         import duckdb
@@ -225,7 +277,7 @@ def _sklearn_clusters(lake: Path) -> dict:
 
 # -- the parent: time, memory, checks, report ---------------------------------------------------
 
-def measure(step: str, lake: Path, memory_limit: str | None) -> dict:
+def measure(step: str, lake: Path | str, memory_limit: str | None, label: str = "") -> dict:
     """Run ``step`` in a child; its wall time, peak RSS and numbers."""
     cmd = [sys.executable, __file__, "--child", step, "--lake", str(lake)]
     if memory_limit:
@@ -237,7 +289,8 @@ def measure(step: str, lake: Path, memory_limit: str | None) -> dict:
     seconds = time.perf_counter() - start
     if status != 0:
         raise SystemExit(f"step {step} failed (status {status})")
-    return {"step": step, "seconds": seconds, "peak_rss_mib": usage.ru_maxrss / 1024,
+    return {"step": step + label, "seconds": seconds,
+            "peak_rss_mib": usage.ru_maxrss / 1024,
             "cpu_seconds": usage.ru_utime + usage.ru_stime, "numbers": json.loads(output)}
 
 
@@ -280,11 +333,16 @@ def main() -> None:
                         help=f"comma-separated, of {', '.join(STEPS + CLUSTER_STEPS)}")
     parser.add_argument("--memory-limit", default=None, help="e.g. 1GB, for both engines")
     parser.add_argument("--child", help=argparse.SUPPRESS)
-    parser.add_argument("--lake", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--store", help="also read the lake from object storage under this "
+                        "URL (s3://, gs://, az://), or from moto's S3 server on 127.0.0.1: "
+                        "local-s3")
+    parser.add_argument("--lake", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(run_step(args.child, args.lake, args.memory_limit)))
+        lake = args.lake if "://" in args.lake else Path(args.lake)
+        print(json.dumps(run_step(args.child, lake, args.memory_limit)))
         return
+    store = local_s3() if args.store == "local-s3" else args.store
     fractions = [float(f) for f in args.scaling.split(",")] if args.scaling else [1.0]
     summary = []
     for fraction in fractions:
@@ -295,8 +353,12 @@ def main() -> None:
             lakes[False] = make_lake(args.folder / f"lake-{samples}", samples)
         if set(steps) & set(CLUSTER_STEPS):
             lakes[True] = make_cluster_lake(args.folder / f"clusters-{samples}", samples)
-        rows = [measure(step, lakes[step.startswith("cluster-")], args.memory_limit)
-                for step in steps]
+        remote = upload_lake(lakes[False], store) if store and False in lakes else None
+        rows = []
+        for step in steps:  # each step from the store right after the same on local disk
+            rows.append(measure(step, lakes[step.startswith("cluster-")], args.memory_limit))
+            if remote and step in STEPS and step not in ("sklearn", "scan"):
+                rows.append(measure(step, remote, args.memory_limit, " @store"))
         oracles = {r["step"]: r["numbers"] for r in rows if r["step"].endswith("sklearn")}
         for r in rows:
             oracle = oracles.get("cluster-sklearn" if r["step"].startswith("cluster-")

@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 import polars as pl
@@ -103,11 +104,15 @@ def evaluate(
     memory_limit: str | None = None,
     connection: Any = None,
     wide: bool = False,
+    storage_options: Mapping[str, str] | None = None,
+    as_of: int | str | datetime | None = None,
 ) -> pl.DataFrame:
     """Metrics of the predictions in ``source``, one tidy row per value.
 
-    ``source``: parquet path(s), glob or hive folder; Arrow, polars, pandas or DuckDB data with
-    columns ``sample, label, score, truth[, weight]`` (other names through ``columns=``).
+    ``source``: parquet path(s), glob or hive folder, local or in object storage (``s3://``,
+    ``gs://``, ``az://``; ``storage_options``: what the environment does not say), a Delta or
+    Iceberg table (``as_of``: an earlier version or snapshot); Arrow, polars, pandas or DuckDB
+    data with columns ``sample, label, score, truth[, weight]`` (other names: ``columns=``).
     ``by``: segment columns. ``average``: "none" (per label), "micro", "macro", "weighted",
     "samples", "macro_std", "variance_weighted" (r2), or a list; default per label for binary
     and regression, macro otherwise. ``zero_division``: the value of 0/0 (0, 1, or None: null).
@@ -137,7 +142,8 @@ def evaluate(
         if task is None and names and all(set(METRICS[m].families) == {only} for m in names):
             task = only
     with _prepared(source, by=by, task=task, engine=engine, columns=columns,
-                   memory_limit=memory_limit, connection=connection) as (runner, task, check):
+                   memory_limit=memory_limit, connection=connection,
+                   storage_options=storage_options, as_of=as_of) as (runner, task, check):
         if names is None:
             names = list(clustering.DEFAULT_METRICS if task == "clustering"
                          else DEFAULT_METRICS)
@@ -165,6 +171,8 @@ def check(
     columns: Mapping[str, str | None] | None = None,
     memory_limit: str | None = None,
     connection: Any = None,
+    storage_options: Mapping[str, str] | None = None,
+    as_of: int | str | datetime | None = None,
 ) -> Task:
     """Run only the input checks that every evaluation starts with; return the task.
 
@@ -176,7 +184,8 @@ def check(
     """
     by = [by] if isinstance(by, str) else list(by)
     with _prepared(source, by=by, task=task, engine=engine, columns=columns,
-                   memory_limit=memory_limit, connection=connection) as (_, task, _check):
+                   memory_limit=memory_limit, connection=connection,
+                   storage_options=storage_options, as_of=as_of) as (_, task, _check):
         return task
 
 
@@ -194,6 +203,8 @@ def curve(
     columns: Mapping[str, str | None] | None = None,
     memory_limit: str | None = None,
     connection: Any = None,
+    storage_options: Mapping[str, str] | None = None,
+    as_of: int | str | datetime | None = None,
 ) -> pl.DataFrame:
     """A curve per (segment, label) as a table.
 
@@ -219,7 +230,8 @@ def curve(
             raise InputError("a sweep needs thresholds= or bins=")
         rows = evaluate(source, SWEEP_METRICS, by=by, task=task, engine=engine,
                         thresholds=thresholds, bins=bins, average="none", columns=columns,
-                        memory_limit=memory_limit, connection=connection)
+                        memory_limit=memory_limit, connection=connection,
+                        storage_options=storage_options, as_of=as_of)
         return _sweep_table(rows, by)
     if kind not in CURVES:
         raise InputError(f"unknown curve kind {kind!r}; kinds are {[*CURVES, 'sweep']}")
@@ -230,7 +242,8 @@ def curve(
     params["drop_intermediate"] = (kind == "roc") if drop_intermediate is None \
         else bool(drop_intermediate)
     with _prepared(source, by=by, task=task, engine=engine, columns=columns,
-                   memory_limit=memory_limit, connection=connection) as (runner, task, check):
+                   memory_limit=memory_limit, connection=connection,
+                   storage_options=storage_options, as_of=as_of) as (runner, task, check):
         if task in ("regression", "clustering"):
             raise InputError(f"curves are for classification tasks, not {task}")
         if kind == "reliability":
@@ -255,11 +268,13 @@ def _only_for(kind: str, **options: tuple[bool, tuple[str, ...]]) -> None:
 @contextmanager
 def _prepared(source: Any, *, by: list[str], task: Task | None, engine: EngineName,
               columns: Mapping[str, str | None] | None, memory_limit: str | None,
-              connection: Any) -> Iterator[tuple[Engine, Task, Any]]:
+              connection: Any, storage_options: Mapping[str, str] | None = None,
+              as_of: int | str | datetime | None = None,
+              ) -> Iterator[tuple[Engine, Task, Any]]:
     """An engine over the checked input, the task, and the checks that depend on the metrics
     asked (scores as probabilities; clustering: weights as counts)."""
     _memory_limit(memory_limit)
-    src = as_source(source)
+    src = as_source(source, storage_options=storage_options, as_of=as_of)
     schema = src.schema()
     cols = Columns.from_mapping(columns)
     clusters = clustering.is_clustering(schema, cols, by, task, mapped=set(columns or ()))

@@ -205,7 +205,9 @@ def _add_curve(commands: argparse._SubParsersAction) -> None:
 def _add_source(cmd: argparse.ArgumentParser) -> None:
     """The options saying what to read and how: inputs, segments, task, engine, columns."""
     cmd.add_argument("inputs", nargs="+", metavar="INPUT",
-                     help="parquet file, glob or hive-partitioned folder")
+                     help="parquet file, glob or hive-partitioned folder, local or s3://, gs://, "
+                          "az://...; a Delta or Iceberg table (delta://LOCATION, "
+                          "iceberg://CATALOG/NAMESPACE.TABLE, or detected from its folder)")
     cmd.add_argument("--by", action="append", default=[], metavar="COL",
                      help="segment columns, repeatable or comma-separated: --by model,dataset")
     cmd.add_argument("--task", choices=TASKS, help="default: inferred from the data")
@@ -215,6 +217,13 @@ def _add_source(cmd: argparse.ArgumentParser) -> None:
                           "sample, truth, cluster, weight) is found, e.g. score=prob or "
                           "cluster=pred; weight= ignores a weight column (repeatable)")
     cmd.add_argument("--memory-limit", metavar="SIZE", help="e.g. 1GB")
+    cmd.add_argument("--storage-option", action="append", default=[], type=_storage_option,
+                     metavar="KEY=VALUE", help="for object storage, beyond the cloud's "
+                     "environment variables, e.g. aws_endpoint_url=http://127.0.0.1:9000 "
+                     "(repeatable)")
+    cmd.add_argument("--version", "--as-of", dest="as_of", metavar="N",
+                     help="a Delta table's version or an Iceberg snapshot id (or an ISO "
+                          "timestamp: the version then); default: the current one")
 
 
 def _add_thresholds(cmd: argparse.ArgumentParser, thresholds_help: str, bins_help: str) -> None:
@@ -236,6 +245,13 @@ def _column(text: str) -> tuple[str, str | None]:
     if not sep or not role:
         raise argparse.ArgumentTypeError(f"expected ROLE=NAME, got {text!r}")
     return role.strip(), name.strip() or None
+
+
+def _storage_option(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value
 
 
 def _floats(text: str) -> list[float]:
@@ -326,8 +342,13 @@ def curve(args: argparse.Namespace) -> pl.DataFrame:
 
 def _source_options(args: argparse.Namespace) -> dict[str, Any]:
     by = [name.strip() for arg in args.by for name in arg.split(",") if name.strip()]
-    return {"by": by, "task": args.task, "engine": args.engine,
-            "columns": dict(args.column), "memory_limit": args.memory_limit}
+    options = {"by": by, "task": args.task, "engine": args.engine,
+               "columns": dict(args.column), "memory_limit": args.memory_limit}
+    if args.storage_option:  # only where given: object storage and tables take them
+        options["storage_options"] = dict(args.storage_option)
+    if args.as_of is not None:
+        options["as_of"] = args.as_of
+    return options
 
 
 def _noting(run: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -1,8 +1,9 @@
 """Turn whatever holds the predictions into one input either engine can scan.
 
 Parquet (a file, a glob, a list, or a hive-partitioned folder whose ``key=value`` folders become
-columns), CSV (a ``.csv`` file, a glob or a list of them), a pyarrow Table / RecordBatchReader
-/ Dataset, a polars DataFrame or LazyFrame, a pandas DataFrame, or a DuckDB relation.
+columns; in object storage too), CSV (a ``.csv`` file, a glob or a list of them), a Delta or
+Iceberg table, a pyarrow Table / RecordBatchReader / Dataset, a polars DataFrame or LazyFrame, a
+pandas DataFrame, or a DuckDB relation.
 
 >>> import polars as pl
 >>> as_source(pl.DataFrame({"sample": [1]})).schema().names()
@@ -23,6 +24,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.dataset as pads
 
+from mleval_sql.lakes import AsOf, Lake, StorageOptions, open_lake
 from mleval_sql.queries import identifier
 from mleval_sql.schema import InputError
 
@@ -127,13 +129,24 @@ class DuckDBRelation:
             else identifier(n) for n in self.relation.columns))
 
 
-Source = Parquet | Csv | InMemory | ArrowDataset | DuckDBRelation
+Source = Parquet | Csv | InMemory | ArrowDataset | DuckDBRelation | Lake
 
 
-def as_source(data: Any) -> Source:
-    """Wrap ``data`` (see the module docstring) as a :data:`Source`."""
+def as_source(data: Any, *, storage_options: StorageOptions | None = None,
+              as_of: AsOf | None = None) -> Source:
+    """Wrap ``data`` (see the module docstring) as a :data:`Source`; object-store paths and
+    Delta / Iceberg tables (``storage_options``, ``as_of``) are :mod:`mleval_sql.lakes`'."""
     if isinstance(data, Source.__args__):  # type: ignore[attr-defined]
         return data
+    paths = [data] if isinstance(data, (str, os.PathLike)) else data \
+        if isinstance(data, Sequence) and data and all(isinstance(p, (str, os.PathLike))
+                                                       for p in data) else None
+    lake = open_lake(paths, storage_options=storage_options, as_of=as_of) if paths else None
+    if lake is not None:
+        return lake
+    if paths is None and (storage_options or as_of is not None):
+        raise InputError("storage_options and as_of apply to paths (object storage, Delta "
+                         f"and Iceberg tables), not to a {type(data).__name__}")
     if isinstance(data, (str, os.PathLike)):
         return _files([data])
     if isinstance(data, Sequence) and data and all(isinstance(p, (str, os.PathLike))

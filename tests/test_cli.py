@@ -273,7 +273,9 @@ def test_arguments_map_onto_evaluate(monkeypatch: pytest.MonkeyPatch,
                        "--zero-division", "0", "--column", "score=prob", "--column", "weight=",
                        "--memory-limit", "2GB", "--thresholds", "0.75, 0.25,0.5",
                        "--max-fpr", "0.3", "--min-recall", "0.8", "--min-precision", "0.7",
-                       "--n-bins", "5", "--average-method", "geometric", "--format", "csv")
+                       "--n-bins", "5", "--average-method", "geometric",
+                       "--storage-option", "aws_region=eu-west-1", "--version", "3",
+                       "--format", "csv")
     assert (code, out) == (0, "metric,value\nf1,0.25\n")
     assert calls == [((["a.parquet", "b/"],), {
         "metrics": ["f1", "recall", "mcc"], "by": ["region", "model"], "task": "multilabel",
@@ -281,7 +283,7 @@ def test_arguments_map_onto_evaluate(monkeypatch: pytest.MonkeyPatch,
         "k": 3, "zero_division": 0.0, "columns": {"score": "prob", "weight": None},
         "memory_limit": "2GB", "thresholds": [0.75, 0.25, 0.5], "bins": None, "max_fpr": 0.3,
         "min_recall": 0.8, "min_precision": 0.7, "n_bins": 5, "average_method": "geometric",
-        "wide": True})]
+        "wide": True, "storage_options": {"aws_region": "eu-west-1"}, "as_of": "3"})]
     run(capsys, "evaluate", "a.parquet", "--by", "region", "--by", "model,date")
     assert calls[1][1]["by"] == ["region", "model", "date"]
 

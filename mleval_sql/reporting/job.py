@@ -61,6 +61,8 @@ class Source:
     model: str | None = None
     model_column: str | None = None
     columns: Mapping[str, str | None] = field(default_factory=dict)
+    storage_options: Mapping[str, str] | None = None  # object storage beyond the environment
+    as_of: int | str | None = None  # a Delta version or Iceberg snapshot
 
 
 @dataclass(frozen=True)
@@ -289,6 +291,8 @@ def _source(data: Any, key: str, base: Path, shared: Mapping[str, str]) -> Sourc
         raise JobError(f"{key}: give model (the one model it holds) or model_column (the "
                        "column naming its models), not both")
     columns = table.get("columns", dict, default={})
+    storage_options = table.get("storage_options", dict, default=None)
+    as_of = table.get("as_of", (int, str), default=None)
     table.done()
     if model is None and model_column is None:
         model = Path(raw[0].rstrip("/")).stem or "model"
@@ -298,7 +302,9 @@ def _source(data: Any, key: str, base: Path, shared: Mapping[str, str]) -> Sourc
             raise JobError(f"{key}.columns.{role}: expected a column name (\"\" for no "
                            f"weight), got {name!r}")
     return Source(key, tuple(paths), model, model_column,
-                  {role: (name or None) for role, name in mapping.items()})
+                  {role: (name or None) for role, name in mapping.items()},
+                  {k: str(v) for k, v in storage_options.items()} if storage_options else None,
+                  as_of)
 
 
 def _rule(data: Any, key: str, metrics: list[str], baseline: Baseline | None) -> Rule:

@@ -152,7 +152,8 @@ class _Prepared:
     def __init__(self, job: Job, source: Source) -> None:
         self.job, self.source = job, source
         try:
-            self.src = as_source(list(source.paths))
+            self.src = as_source(list(source.paths), storage_options=source.storage_options,
+                                 as_of=source.as_of)
             self.schema = self.src.schema()
         except InputError as error:
             raise JobError(f"{source.key}.path: {error}") from None
