@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import duckdb
 import polars as pl
 
 from mleval_sql.engines import Engine, EngineName, make_engine
@@ -39,13 +40,15 @@ from mleval_sql.schema import (
     check_probabilities,
     check_summary,
 )
-from mleval_sql.sources import as_source
+from mleval_sql.sources import Parquet, as_source
 
 DEFAULT_METRICS = ("accuracy", "precision", "recall", "f1")
 CurveKind = Literal["roc", "pr", "sweep", "reliability"]
 #: Parameters shown as a result column on the rows of the metrics that use them.
 METRIC_PARAMS = ("beta", "k", "max_fpr", "min_recall", "min_precision", "n_bins")
 SWEEP_METRICS = ("tp", "fp", "fn", "tn", "precision", "recall")
+#: What the engines raise when they cannot read or run something.
+ENGINE_ERRORS = (duckdb.Error, pl.exceptions.PolarsError, OSError)
 
 
 @dataclass
@@ -223,6 +226,9 @@ def _prepared(source: Any, *, by: list[str], task: Task | None, engine: EngineNa
     """An engine over the checked input, the task, and a check for probability scores."""
     cols = Columns.from_mapping(columns)
     src = as_source(source)
+    used = [*cols.required().values(), cols.weight, *by]
+    if isinstance(src, Parquet):
+        src.check(used)  # before the engines read one file's schema for all
     weight = check_columns(src.schema(), cols, by)
     options: dict[str, Any] = {"memory_limit": memory_limit}
     if engine == "duckdb":
@@ -232,6 +238,12 @@ def _prepared(source: Any, *, by: list[str], task: Task | None, engine: EngineNa
         summary = runner.summary()
         task = check_summary(summary, cols, weight, task)
         yield runner, task, lambda metrics: check_probabilities(summary, cols, metrics)
+    except ENGINE_ERRORS as error:
+        # a corrupt page shows only when read, and the engines' errors may not name the file
+        found = src.unreadable(used) if isinstance(src, Parquet) else None
+        if found is not None:
+            raise found from error
+        raise
     finally:
         runner.close()
 

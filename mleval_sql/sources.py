@@ -1,7 +1,7 @@
 """Turn whatever holds the predictions into one input either engine can scan.
 
 Parquet (a file, a glob, a list, or a hive-partitioned folder whose ``key=value`` folders become
-columns), a pyarrow Table / RecordBatchReader / Dataset, a polars DataFrame or LazyFrame, a pandas
+columns; listed once into a fixed list of files by :func:`mleval_sql.files.snapshot`), a pyarrow Table / RecordBatchReader / Dataset, a polars DataFrame or LazyFrame, a pandas
 DataFrame, or a DuckDB relation.
 
 >>> import polars as pl
@@ -11,7 +11,6 @@ DataFrame, or a DuckDB relation.
 
 from __future__ import annotations
 
-import glob
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,24 +22,46 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.dataset as pads
 
+from mleval_sql import files as listing
 from mleval_sql.queries import identifier
 from mleval_sql.schema import InputError
 
 
 @dataclass(frozen=True)
 class Parquet:
-    """Parquet files: paths or globs; folders are read recursively with hive partitioning."""
+    """Parquet files, listed once (:func:`mleval_sql.files.snapshot`); ``key=value`` folders in
+    their paths become columns (hive partitioning). Both engines read exactly ``files``."""
 
-    paths: tuple[str, ...]
+    files: tuple[str, ...]
 
     def schema(self) -> pl.Schema:
         return self.polars().collect_schema()
 
     def polars(self) -> pl.LazyFrame:
-        return _plain(pl.scan_parquet(list(self.paths), hive_partitioning=True))
+        # the files agree on the columns a request uses (check); others may come and go
+        return _plain(pl.scan_parquet(list(self.files), hive_partitioning=True,
+                                      glob=not self._local(), missing_columns="insert",
+                                      extra_columns="ignore"))
 
     def duckdb(self, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
-        return con.read_parquet(list(self.paths), hive_partitioning=True)
+        return con.read_parquet(list(self.files), hive_partitioning=True,
+                                union_by_name=len(self.files) > 1)
+
+    def check(self, columns: Sequence[str | None]) -> None:
+        """Every file readable, with each of ``columns`` of one type or absent from all
+        (``InputError`` naming the file and column otherwise)."""
+        if self._local():
+            listing.check_agreement(self.files, [c for c in columns if c is not None])
+
+    def unreadable(self, columns: Sequence[str | None]) -> InputError | None:
+        """After an engine failed to read the files: the error naming the file it could not
+        read, if one is (reads every file's ``columns``)."""
+        if not self._local():
+            return None
+        return listing.find_unreadable(self.files, [c for c in columns if c is not None])
+
+    def _local(self) -> bool:
+        return not any("://" in f for f in self.files)
 
 
 @dataclass(frozen=True)
@@ -108,10 +129,10 @@ def as_source(data: Any) -> Source:
     if isinstance(data, Source.__args__):  # type: ignore[attr-defined]
         return data
     if isinstance(data, (str, os.PathLike)):
-        return Parquet((_parquet_path(data),))
+        return _parquet([data])
     if isinstance(data, Sequence) and data and all(isinstance(p, (str, os.PathLike))
                                                    for p in data):
-        return Parquet(tuple(_parquet_path(p) for p in data))
+        return _parquet(data)
     if isinstance(data, pl.LazyFrame):
         return InMemory(_plain(data))
     if isinstance(data, pl.DataFrame):
@@ -143,19 +164,14 @@ def _plain(frame: pl.LazyFrame) -> pl.LazyFrame:
     return frame.with_columns(pl.col(coded).cast(pl.String)) if coded else frame
 
 
-def _parquet_path(path: str | os.PathLike[str]) -> str:
-    text = os.fspath(path)
-    if "://" in text:  # object stores: the engines resolve these themselves
-        return text
-    if Path(text).is_dir():
-        text = str(Path(text) / "**" / "*.parquet")
-    if any(ch in text for ch in "*?["):
-        if not glob.glob(text, recursive=True):
-            raise InputError(f"no parquet files match {text}")
-        return text
-    if not Path(text).exists():
-        raise InputError(f"no such file or folder: {text}")
-    if Path(text).suffix.lower() in (".csv", ".tsv", ".json", ".jsonl", ".txt"):
-        raise InputError(f"{text} is not parquet; read it into a DataFrame first (e.g. "
-                         "polars.read_csv) or convert it with DataFrame.write_parquet")
-    return text
+def _parquet(paths: Sequence[str | os.PathLike[str]]) -> Parquet:
+    """The parquet files ``paths`` name, as one snapshot (object-store paths as given: the
+    engines list them)."""
+    remote = [os.fspath(p) for p in paths if "://" in os.fspath(p)]
+    local = [p for p in paths if "://" not in os.fspath(p)]
+    for path in local:
+        if Path(path).suffix.lower() in (".csv", ".tsv", ".json", ".jsonl", ".txt") \
+                and Path(path).is_file():
+            raise InputError(f"{os.fspath(path)} is not parquet; read it into a DataFrame first "
+                             "(e.g. polars.read_csv) or convert it with DataFrame.write_parquet")
+    return Parquet((*(listing.snapshot(local) if local else ()), *remote))

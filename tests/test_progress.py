@@ -1,5 +1,5 @@
-"""Progress shows on a terminal only: DuckDB's own bar, and a segment count for polars under a
-memory budget (which evaluates one segment at a time)."""
+"""Progress shows on a terminal only: DuckDB's own bar, and a count of batches for polars under a
+memory budget (which evaluates a batch of segments at a time)."""
 
 from __future__ import annotations
 
@@ -24,13 +24,14 @@ def test_polars_counts_segments_on_a_terminal_only(monkeypatch, stderr):
     data = make_predictions("multilabel", seed=3, n_samples=60)
     shown = stderr()
     monkeypatch.setattr("sys.stderr", shown)
+    monkeypatch.setattr("mleval_sql.engines.segments.ROW_BYTES", 10**9)  # a segment a batch
     me.evaluate(data, ["f1"], by="region", task="multilabel", engine="polars",
                 memory_limit="200MB")
     segments = data["region"].n_unique()
     if stderr is Terminal:
         text = shown.getvalue()
-        assert f"checks, segment {segments}/{segments}" in text
-        assert f"metrics, segment {segments}/{segments}" in text
+        assert f"checks, batch {segments}/{segments}" in text
+        assert f"metrics, batch {segments}/{segments}" in text
         assert text.endswith("\r\033[K")  # the line is cleared when done
     else:
         assert shown.getvalue() == ""

@@ -7,6 +7,8 @@ Relations get a per-run prefix so nothing clashes with the user's own tables.
 
 from __future__ import annotations
 
+import functools
+import operator
 import sys
 import tempfile
 import uuid
@@ -17,7 +19,9 @@ import duckdb
 import polars as pl
 
 from mleval_sql import queries
-from mleval_sql.engines.segments import column_values, together
+from mleval_sql.engines import memory_bytes
+from mleval_sql.engines import segments
+from mleval_sql.engines.segments import batches, together
 from mleval_sql.registry import STEPS
 from mleval_sql.schema import Columns, InputError
 from mleval_sql.sources import DuckDBRelation, Source
@@ -30,16 +34,18 @@ class DuckDBEngine:
 
     ``memory_limit`` (e.g. ``"1GB"``) bounds DuckDB's memory; what does not fit spills to
     ``temp_directory`` (default: a fresh temporary folder, removed afterwards), on a connection
-    of its own, and the segments are evaluated one at a time (a parquet lake partitioned by the
-    segment columns is then read one partition at a time); a user's ``connection`` keeps the
-    memory settings the user gave it. A progress bar shows on a terminal.
+    of its own, and the segments are evaluated in batches of about the budget's rows
+    (engines/segments.py; a parquet lake partitioned by the segment columns is then read a few
+    partitions at a time); a user's ``connection`` keeps the memory settings the user gave it. A progress bar shows on a terminal.
     """
 
     name = "duckdb"
 
     def __init__(self, source: Source, columns: Columns, weight: str | None, by: Sequence[str],
                  *, connection: duckdb.DuckDBPyConnection | None = None,
-                 memory_limit: str | None = None, temp_directory: str | None = None) -> None:
+                 memory_limit: str | int | None = None,
+                 temp_directory: str | None = None) -> None:
+        self.budget = None if memory_limit is None else memory_bytes(memory_limit)
         self.owned = connection is None
         self.con = connection or duckdb.connect()
         self.prefix = f"mleval_{uuid.uuid4().hex[:8]}_"
@@ -54,7 +60,7 @@ class DuckDBEngine:
             if temp_directory is None:
                 self.spill = tempfile.TemporaryDirectory(prefix="mleval-spill-")
                 temp_directory = self.spill.name
-            self._set("memory_limit", memory_limit)
+            self._set("memory_limit", f"{self.budget}B")
             # keeping the input's row order costs memory that large aggregations need
             self._set("preserve_insertion_order", False)
         if temp_directory is not None:
@@ -74,23 +80,24 @@ class DuckDBEngine:
             relation.create_view(self._name("input"), replace=True)
             self.created.append(("VIEW", self._name("input")))
         self.relation, self.by = relation, list(by)
-        self.by_segment = bool(memory_limit and by)
-        self.segments: list[object] = []
+        self.batches: list[pl.DataFrame] = []
         self._create("VIEW", "predictions", _canonical(self._name("input"), columns, weight, by,
                                                        truth_as_bool=False))
         self._canonical_bool = _canonical(self._name("input"), columns, weight, by,
                                           truth_as_bool=True)
 
     def summary(self) -> pl.DataFrame:
-        """The validation summary (queries/validate_summary.sql), one segment at a time under
-        a memory budget."""
-        if self.by_segment:
-            self.segments = self.con.sql(
-                f"SELECT DISTINCT segment FROM {queries.identifier(self._name('predictions'))}"
-            ).pl()["segment"].to_list()
-        if not self.segments:  # no budget, or an empty input
+        """The validation summary (queries/validate_summary.sql), a batch of segments at a
+        time under a memory budget."""
+        if self.budget is not None and self.by:
+            columns = ", ".join(queries.identifier(c) for c in self.by)
+            counts = self.con.sql(f"SELECT {columns}, count(*) AS n FROM "
+                                  f"{queries.identifier(self._name('input'))} "
+                                  f"GROUP BY {columns}").pl()
+            self.batches = batches(counts, self.by, self.budget)
+        if len(self.batches) < 2:  # no budget, one batch, or an empty input
             return self._fetch("validate_summary", {})
-        return pl.concat(self._each_segment(lambda: self._fetch("validate_summary", {})),
+        return pl.concat(self._each_batch(lambda: self._fetch("validate_summary", {})),
                          how="vertical_relaxed")
 
     def results(self, steps: Iterable[str], params: dict[str, object], *,
@@ -103,19 +110,34 @@ class DuckDBEngine:
         if not numeric_truth:
             self._create("VIEW", "predictions", self._canonical_bool, replace=True)
         steps = list(steps)
-        if not (self.by_segment and self.segments):
+        if len(self.batches) < 2:
             return self._results(steps, params)
-        return together(self._each_segment(lambda: self._results(steps, params)))
+        return together(self._each_batch(lambda: self._results(steps, params)))
 
-    def _each_segment(self, run: Callable[[], T]) -> list[T]:
-        """``run()`` with the input restricted to each segment in turn."""
+    def _each_batch(self, run: Callable[[], T]) -> list[T]:
+        """``run()`` with the input restricted to each batch of segments in turn."""
         parts = []
-        for value in self.segments:
-            self.relation.filter(self._is_segment(value)).create_view(self._name("input"),
-                                                                      replace=True)
+        for keys in self.batches:
+            self._batch(keys).create_view(self._name("input"), replace=True)
             parts.append(run())
         self.relation.create_view(self._name("input"), replace=True)
         return parts
+
+    def _batch(self, keys: pl.DataFrame) -> duckdb.DuckDBPyRelation:
+        """The input rows of a batch of segments (``keys``: their segment columns' values): a
+        few by a filter with the values bound as constants (a parquet scan then skips the other
+        hive partitions), many by a semi-join with a table of them."""
+        if keys.height <= segments.FEW_SEGMENTS:
+            return self.relation.filter(self._is_one_of(keys))
+        table = self._name("batch")
+        self.con.execute(f"DROP TABLE IF EXISTS {queries.identifier(table)}")
+        self.con.from_arrow(keys.to_arrow()).create(table)
+        if ("TABLE", table) not in self.created:
+            self.created.append(("TABLE", table))
+        same = " AND ".join(f"i.{queries.identifier(c)} IS NOT DISTINCT FROM "
+                            f"b.{queries.identifier(c)}" for c in self.by)
+        return self.relation.set_alias("i").join(self.con.table(table).set_alias("b"), same,
+                                                 how="semi")
 
     def _results(self, steps: list[str], params: dict[str, object]) -> dict[str, pl.DataFrame]:
         out: dict[str, pl.DataFrame] = {}
@@ -147,16 +169,16 @@ class DuckDBEngine:
 
     # -- plumbing ---------------------------------------------------------------------------
 
-    def _is_segment(self, value: object) -> duckdb.Expression:
-        """The rows of one segment, as a filter on the input's own columns with the values
-        bound as constants (a parquet scan then skips the other hive partitions)."""
-        tests = [duckdb.ColumnExpression(c).isnull() if v is None
-                 else duckdb.ColumnExpression(c) == duckdb.ConstantExpression(v)
-                 for c, v in zip(self.by, column_values(value, self.by), strict=True)]
-        condition = tests[0]
-        for test in tests[1:]:
-            condition = condition & test
-        return condition
+    @staticmethod
+    def _is_one_of(keys: pl.DataFrame) -> duckdb.Expression:
+        """The rows of the segments in ``keys``, as a filter on the input's own columns with
+        the values bound as constants."""
+        def segment(row: dict[str, object]) -> duckdb.Expression:
+            return functools.reduce(operator.and_, (
+                duckdb.ColumnExpression(c).isnull() if v is None
+                else duckdb.ColumnExpression(c) == duckdb.ConstantExpression(v)
+                for c, v in row.items()))
+        return functools.reduce(operator.or_, map(segment, keys.iter_rows(named=True)))
 
     def _set(self, setting: str, value: object) -> None:
         if value is None:
