@@ -13,7 +13,12 @@ Every step runs in its own child process; the parent reports its wall time and p
 - ``sklearn``: the same numbers per group after loading the columns with pyarrow;
 - ``checks-<engine>``: only the input checks every request starts with (a sample's rows span
   its labels, so they group by sample: the part of each request a plain scan does not pay for);
-- ``scan``: count and sum of score per (segment, label) with DuckDB, which no evaluation beats.
+- ``scan``: count and sum of score per (segment, label) with DuckDB, which no evaluation beats;
+- ``many-<engine>`` / ``few-<engine>`` (not run by default): F1 and ROC AUC of a binary table of
+  ``--samples`` rows, each row its own segment / the same rows in 8 segments: the cost of a
+  segment, which should not be the unit of cost::
+
+    python benchmarks/lake.py --samples 1_000_000 --steps many-duckdb,few-duckdb,many-polars,few-polars
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ EXACT = ["roc_auc", "average_precision", "precision", "recall", "f1"]
 DECISIONS = ["precision", "recall", "f1"]
 STEPS = ("exact-duckdb", "exact-polars", "binned-duckdb", "binned-polars", "checks-duckdb",
          "checks-polars", "sklearn", "scan")
+CARDINALITY = ("many-duckdb", "many-polars", "few-duckdb", "few-polars")
 
 
 # -- the lake ----------------------------------------------------------------------------------
@@ -74,6 +80,22 @@ def make_lake(folder: Path, samples: int, seed: int = 0) -> Path:
     return folder
 
 
+def make_segments_table(folder: Path, rows: int, seed: int = 0) -> Path:
+    """``folder/segments-<rows>.parquet``: a binary table of ``rows`` rows, with segment columns
+    ``one`` (each row its own segment) and ``few`` (8 segments)."""
+    path = folder / f"segments-{rows}.parquet"
+    if path.exists():
+        return path
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    sample = np.arange(rows, dtype=np.int64)
+    pq.write_table(pa.table({
+        "sample": sample, "label": pa.array(["y"] * rows), "score": rng.random(rows),
+        "truth": rng.random(rows) < 0.3, "one": sample, "few": sample % SEGMENTS,
+    }), path)
+    return path
+
+
 # -- the steps, each run in a child process ------------------------------------------------------
 
 def run_step(step: str, lake: Path, memory_limit: str | None) -> dict:
@@ -93,6 +115,10 @@ def run_step(step: str, lake: Path, memory_limit: str | None) -> dict:
     import mleval_sql as me
 
     kind, engine = step.split("-")
+    if kind in ("many", "few"):
+        frame = me.evaluate(str(lake), ["f1", "roc_auc"], by="one" if kind == "many" else "few",
+                            task="binary", engine=engine, memory_limit=memory_limit)
+        return {"rows": frame.height}
     if kind == "checks":
         me.check(str(lake), by="segment", task="multilabel", engine=engine,
                  memory_limit=memory_limit)
@@ -174,8 +200,10 @@ def agreement(result: dict, oracle: dict) -> float:
 def report(rows: list[dict], samples: int) -> str:
     by_step = {r["step"]: r for r in rows}
     sk, scan = by_step.get("sklearn"), by_step.get("scan")
-    lines = [f"rows: {samples * LABELS:,} ({samples:,} samples x {LABELS} labels, "
-             f"{SEGMENTS} segments)", "",
+    lake = f"{samples * LABELS:,} ({samples:,} samples x {LABELS} labels, {SEGMENTS} segments)"
+    if all(r["step"] in CARDINALITY for r in rows):
+        lake = f"{samples:,} (binary; many: a segment per row, few: {SEGMENTS} segments)"
+    lines = [f"rows: {lake}", "",
              "| step | wall s | peak RSS MiB | sklearn / step | step / scan | max rel diff |",
              "|---|---:|---:|---:|---:|---:|"]
     for r in rows:
@@ -206,8 +234,13 @@ def main() -> None:
     summary = []
     for fraction in fractions:
         samples = int(args.samples * fraction)
-        lake = make_lake(args.folder / f"lake-{samples}", samples)
-        rows = [measure(step, lake, args.memory_limit) for step in args.steps.split(",")]
+        steps = args.steps.split(",")
+        lake = make_lake(args.folder / f"lake-{samples}", samples) \
+            if set(steps) - set(CARDINALITY) else None
+        table = make_segments_table(args.folder, samples) if set(steps) & set(CARDINALITY) \
+            else None
+        rows = [measure(step, table if step in CARDINALITY else lake, args.memory_limit)
+                for step in steps]
         oracle = next((r["numbers"] for r in rows if r["step"] == "sklearn"), None)
         for r in rows:
             if oracle and r["step"].startswith(("exact", "binned")):

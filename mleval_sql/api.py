@@ -20,7 +20,7 @@ from typing import Any, Literal
 import duckdb
 import polars as pl
 
-from mleval_sql.engines import Engine, EngineName, make_engine
+from mleval_sql.engines import Engine, EngineName, Keep, make_engine
 from mleval_sql.registry import (
     AVERAGES,
     CURVES,
@@ -62,6 +62,15 @@ class _Plan:
     def add(self, family: Family, metric: str, average: str | None) -> None:
         self.families[family.name] = family
         self.keep.setdefault(family.name, {}).setdefault(metric, set()).add(average)
+
+    def rows(self) -> Keep:
+        """The metrics and averages each final step is asked for."""
+        kept: dict[str, tuple[set[str], set[str]]] = {}
+        for name, wanted in self.keep.items():
+            metrics, averages = kept.setdefault(self.families[name].final, (set(), set()))
+            metrics.update(wanted)
+            averages.update("none" if a is None else a for a in set().union(*wanted.values()))
+        return {step: (sorted(m), sorted(a)) for step, (m, a) in kept.items()}
 
     def steps(self) -> list[str]:
         ordered: dict[str, None] = {}
@@ -123,7 +132,8 @@ def evaluate(
             raise InputError(f"{', '.join(names)} cannot be swept over thresholds for task "
                              f"{task!r}; sweeps cover the label-wise decision metrics of binary "
                              "and multilabel tasks")
-        results = runner.results(plan.steps(), params, numeric_truth=task == "regression")
+        results = runner.results(plan.steps(), params, numeric_truth=task == "regression",
+                                 keep=plan.rows())
     return _tidy(plan, results, params, by)
 
 

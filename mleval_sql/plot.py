@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from mleval_sql.outputs import atomic_output
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
@@ -148,4 +150,6 @@ def plot_curve(table: pl.DataFrame, kind: str, path: str | os.PathLike[str], *,
     >>> plot_curve(table, "roc", "roc.png", by=["model"])  # doctest: +SKIP
     """
     check_target(path)
-    figure(table, kind, by=by, title=title).savefig(path, dpi=120)
+    with atomic_output(path) as part:  # whole or not at all
+        figure(table, kind, by=by, title=title).savefig(
+            part, dpi=120, format=Path(path).suffix.lower().lstrip("."))

@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 import polars as pl
 
 from mleval_sql.schema import Columns, InputError
 from mleval_sql.sources import Source
+
+#: The rows a request keeps of each final step: its metrics and averages ("none": per label or
+#: per segment). The engines drop the others before they are materialised, so that a million
+#: segments cost a million of the rows asked for, not of every row a step can give.
+Keep = Mapping[str, tuple[Sequence[str], Sequence[str]]]
 
 EngineName = Literal["duckdb", "polars"]
 ENGINES: tuple[EngineName, ...] = ("duckdb", "polars")
@@ -50,7 +55,8 @@ class Engine(Protocol):
     def summary(self) -> pl.DataFrame: ...
 
     def results(self, steps: Sequence[str], params: dict[str, object], *,
-                numeric_truth: bool = False) -> dict[str, pl.DataFrame]: ...
+                numeric_truth: bool = False,
+                keep: Keep | None = None) -> dict[str, pl.DataFrame]: ...
 
     def close(self) -> None: ...
 

@@ -19,7 +19,7 @@ import duckdb
 import polars as pl
 
 from mleval_sql import queries
-from mleval_sql.engines import memory_bytes
+from mleval_sql.engines import Keep, memory_bytes
 from mleval_sql.engines import segments
 from mleval_sql.engines.segments import batches, together
 from mleval_sql.registry import STEPS
@@ -101,7 +101,7 @@ class DuckDBEngine:
                          how="vertical_relaxed")
 
     def results(self, steps: Iterable[str], params: dict[str, object], *,
-                numeric_truth: bool = False) -> dict[str, pl.DataFrame]:
+                numeric_truth: bool = False, keep: Keep | None = None) -> dict[str, pl.DataFrame]:
         """Run ``steps`` in order: statistics become tables, final steps return metric rows
         (per segment under a memory budget).
 
@@ -111,8 +111,8 @@ class DuckDBEngine:
             self._create("VIEW", "predictions", self._canonical_bool, replace=True)
         steps = list(steps)
         if len(self.batches) < 2:
-            return self._results(steps, params)
-        return together(self._each_batch(lambda: self._results(steps, params)))
+            return self._results(steps, params, keep or {})
+        return together(self._each_batch(lambda: self._results(steps, params, keep or {})))
 
     def _each_batch(self, run: Callable[[], T]) -> list[T]:
         """``run()`` with the input restricted to each batch of segments in turn."""
@@ -139,12 +139,13 @@ class DuckDBEngine:
         return self.relation.set_alias("i").join(self.con.table(table).set_alias("b"), same,
                                                  how="semi")
 
-    def _results(self, steps: list[str], params: dict[str, object]) -> dict[str, pl.DataFrame]:
+    def _results(self, steps: list[str], params: dict[str, object],
+                 keep: Keep) -> dict[str, pl.DataFrame]:
         out: dict[str, pl.DataFrame] = {}
         for name in steps:
             step = STEPS[name]
             if step.gives is None:
-                out[name] = self._fetch(name, params)
+                out[name] = self._fetch(name, params, keep.get(name))
             else:
                 sql = self._sql(name)
                 self._create("TABLE", step.gives, sql, params=self._bind(sql, params),
@@ -205,9 +206,15 @@ class DuckDBEngine:
     def _bind(sql: str, params: dict[str, object]) -> dict[str, object]:
         return {p: params[p] for p in queries.parameters(sql)}
 
-    def _fetch(self, step: str, params: dict[str, object]) -> pl.DataFrame:
+    def _fetch(self, step: str, params: dict[str, object],
+               keep: tuple[Sequence[str], Sequence[str]] | None = None) -> pl.DataFrame:
         sql = self._sql(step)
-        return self.con.sql(sql, params=self._bind(sql, params)).pl()
+        bound = self._bind(sql, params)
+        if keep is not None:
+            sql = (f"SELECT * FROM ({sql}) AS step_rows WHERE list_contains($mleval_metrics, "
+                   "metric) AND list_contains($mleval_averages, coalesce(average, 'none'))")
+            bound.update(mleval_metrics=list(keep[0]), mleval_averages=list(keep[1]))
+        return self.con.sql(sql, params=bound).pl()
 
     def _create(self, kind: str, relation: str, sql: str, *,
                 params: dict[str, object] | None = None, replace: bool = False) -> None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from collections.abc import Iterable, Sequence
 
 import polars as pl
 
-from mleval_sql.engines import memory_bytes
+from mleval_sql.engines import Keep, memory_bytes
 from mleval_sql.engines import polars as plans
 from mleval_sql.engines import segments
 from mleval_sql.engines.segments import batches, together, with_progress
@@ -56,7 +57,7 @@ class PolarsEngine:
             how="vertical_relaxed")
 
     def results(self, steps: Iterable[str], params: dict[str, object], *,
-                numeric_truth: bool = False) -> dict[str, pl.DataFrame]:
+                numeric_truth: bool = False, keep: Keep | None = None) -> dict[str, pl.DataFrame]:
         """Build every step's plan, then collect the final steps' rows in one go (per segment
         under a memory budget).
 
@@ -64,8 +65,8 @@ class PolarsEngine:
         """
         steps = list(steps)
         if len(self.batches) < 2:
-            return self._results(self.predictions, steps, params, numeric_truth)
-        parts = [self._results(self._batch(keys), steps, params, numeric_truth)
+            return self._results(self.predictions, steps, params, numeric_truth, keep or {})
+        parts = [self._results(self._batch(keys), steps, params, numeric_truth, keep or {})
                  for keys in with_progress(self.batches, "metrics")]
         return together(parts)
 
@@ -97,16 +98,21 @@ class PolarsEngine:
                               for c, v in row.items()) for row in keys.iter_rows(named=True))))
 
     def _results(self, predictions: pl.LazyFrame, steps: list[str], params: dict[str, object],
-                 numeric_truth: bool) -> dict[str, pl.DataFrame]:
+                 numeric_truth: bool, keep: Keep) -> dict[str, pl.DataFrame]:
         truth = pl.col("truth") if numeric_truth else pl.col("truth").cast(pl.Boolean)
         relations = {"predictions": predictions.with_columns(truth)}
         finals: dict[str, pl.LazyFrame] = {}
         for name in steps:
             step = STEPS[name]
-            plan = getattr(plans, name)(*(relations[r] for r in step.reads),
-                                        **{p: params[p] for p in step.params})
+            build = getattr(plans, name)
+            options = {p: params[p] for p in step.params}
+            if name in keep and "keep" in inspect.signature(build).parameters:
+                options["keep"] = keep[name]  # a plan that can skip the rows not asked for
+            plan = build(*(relations[r] for r in step.reads), **options)
             if step.gives is None:
-                finals[name] = plan
+                finals[name] = plan if name not in keep else plan.filter(
+                    pl.col("metric").is_in(keep[name][0]),
+                    pl.col("average").fill_null("none").is_in(keep[name][1]))
             else:  # a statistics table feeds several plans: computed once, from one scan
                 relations[step.gives] = plan.cache()
         frames = pl.collect_all(list(finals.values()), engine=self.collect_engine)
