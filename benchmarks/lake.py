@@ -18,7 +18,8 @@ Every step runs in its own child process; the parent reports its wall time and p
   ``--samples`` rows, each row its own segment / the same rows in 8 segments: the cost of a
   segment, which should not be the unit of cost::
 
-    python benchmarks/lake.py --samples 1_000_000 --steps many-duckdb,few-duckdb,many-polars,few-polars
+    python benchmarks/lake.py --samples 1_000_000 \\
+        --steps many-duckdb,few-duckdb,many-polars,few-polars
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from __future__ import annotations
 import glob
 import os
 from collections.abc import Iterable, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Protocol
 
 import pyarrow as pa
@@ -128,11 +128,23 @@ def _prefix(parts: tuple[str, ...]) -> Iterable[str]:
         yield part
 
 
+def glob_escape(path: str) -> str:
+    """``path`` as a glob pattern that matches only itself (``glob.escape``, which DuckDB's
+    globbing understands too).
+
+    >>> glob_escape("runs/run*/part[1].parquet")
+    'runs/run[*]/part[[]1].parquet'
+    """
+    return glob.escape(path)
+
+
 def hidden(path: str, *, below: str) -> bool:
     """Whether a name in ``path`` below the folder ``below`` starts with ``_`` or ``.``.
 
-    >>> hidden("lake/_temporary/part-0.parquet", below="lake"), hidden("_lake/a.parquet", below="_lake")
-    (True, False)
+    >>> hidden("lake/_temporary/part-0.parquet", below="lake")
+    True
+    >>> hidden("_lake/a.parquet", below="_lake")  # the folder given is not below itself
+    False
     """
     relative = os.path.relpath(path, below) if not _remote(path) else path[len(below):]
     return any(_hidden_name(part) for part in PurePosixPath(relative.replace(os.sep, "/")).parts

@@ -1,8 +1,9 @@
 """Turn whatever holds the predictions into one input either engine can scan.
 
 Parquet (a file, a glob, a list, or a hive-partitioned folder whose ``key=value`` folders become
-columns; listed once into a fixed list of files by :func:`mleval_sql.files.snapshot`), a pyarrow Table / RecordBatchReader / Dataset, a polars DataFrame or LazyFrame, a pandas
-DataFrame, or a DuckDB relation.
+columns; listed once into a fixed list of files by :func:`mleval_sql.files.snapshot`), a
+pyarrow Table / RecordBatchReader / Dataset, a polars DataFrame or LazyFrame, a pandas DataFrame,
+or a DuckDB relation.
 
 >>> import polars as pl
 >>> as_source(pl.DataFrame({"sample": [1]})).schema().names()
@@ -44,7 +45,9 @@ class Parquet:
                                       extra_columns="ignore"))
 
     def duckdb(self, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
-        return con.read_parquet(list(self.files), hive_partitioning=True,
+        # DuckDB globs every path it is given: wildcards in a local file's name are escaped
+        files = [listing.glob_escape(f) for f in self.files] if self._local() else self.files
+        return con.read_parquet(list(files), hive_partitioning=True,
                                 union_by_name=len(self.files) > 1)
 
     def check(self, columns: Sequence[str | None]) -> None:

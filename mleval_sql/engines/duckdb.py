@@ -19,8 +19,7 @@ import duckdb
 import polars as pl
 
 from mleval_sql import queries
-from mleval_sql.engines import Keep, memory_bytes
-from mleval_sql.engines import segments
+from mleval_sql.engines import Keep, memory_bytes, segments
 from mleval_sql.engines.segments import batches, together
 from mleval_sql.registry import STEPS
 from mleval_sql.schema import Columns, InputError
@@ -36,7 +35,8 @@ class DuckDBEngine:
     ``temp_directory`` (default: a fresh temporary folder, removed afterwards), on a connection
     of its own, and the segments are evaluated in batches of about the budget's rows
     (engines/segments.py; a parquet lake partitioned by the segment columns is then read a few
-    partitions at a time); a user's ``connection`` keeps the memory settings the user gave it. A progress bar shows on a terminal.
+    partitions at a time); a user's ``connection`` keeps the memory settings the user gave it.
+    A progress bar shows on a terminal.
     """
 
     name = "duckdb"

@@ -8,9 +8,8 @@ from collections.abc import Iterable, Sequence
 
 import polars as pl
 
-from mleval_sql.engines import Keep, memory_bytes
+from mleval_sql.engines import Keep, memory_bytes, segments
 from mleval_sql.engines import polars as plans
-from mleval_sql.engines import segments
 from mleval_sql.engines.segments import batches, together, with_progress
 from mleval_sql.registry import STEPS
 from mleval_sql.schema import Columns
