@@ -111,7 +111,7 @@ def _globbed(fs: Filesystem, pattern: str, suffixes: tuple[str, ...]) -> list[st
     starting with ``_`` or ``.`` below its literal part (the folders before the first wildcard)
     are skipped."""
     parts = PurePosixPath(pattern.replace(os.sep, "/")).parts
-    literal = [p for p in _prefix(parts)]
+    literal = list(_prefix(parts))
     root = str(PurePosixPath(*literal)) if literal else "."
     found = []
     for match in fs.glob(pattern):
