@@ -82,19 +82,20 @@ def snapshot(paths: Sequence[str | os.PathLike[str]], filesystem: Filesystem | N
     Raises ``InputError`` for a path that names nothing, or a folder or glob without data files.
     """
     fs = filesystem or LocalFiles()
+    kinds = " or ".join(s.lstrip(".") for s in suffixes)
     files: dict[str, None] = {}
     for given in paths:
         path = os.fspath(given)
         if fs.exists(path):
             found = _in_folder(fs, path, suffixes) if fs.isdir(path) else [path]
             if not found:
-                raise InputError(f"no {' or '.join(suffixes)} files in folder {path} (names "
-                                 "starting with _ or . are not data)")
+                raise InputError(f"no {kinds} files match {path} (names starting with _ or . "
+                                 "are not data)")
         elif any(ch in path for ch in GLOB_CHARS):
             found = _globbed(fs, path, suffixes)
             if not found:
-                raise InputError(f"no files match {path} (names starting with _ or . are not "
-                                 "data)")
+                raise InputError(f"no {kinds} files match {path} (names starting with _ or . "
+                                 "are not data)")
         else:
             raise InputError(f"no such file or folder: {path}")
         files.update(dict.fromkeys(sorted(found)))

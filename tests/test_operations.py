@@ -84,7 +84,7 @@ def test_an_existing_path_is_literal_and_only_a_missing_one_a_glob(engine, tmp_p
     assert cli(capsys, "evaluate", tmp_path / "run_o*" / "model=*", *ARGS, "--engine",
                engine) == both
     err = one_error(capsys, "evaluate", tmp_path / "nothing*", "--engine", engine)
-    assert "no files match" in err and "nothing*" in err
+    assert "no parquet files match" in err and "nothing*" in err
 
 
 def test_the_input_is_listed_once(engine, tmp_path):
