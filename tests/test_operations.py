@@ -248,6 +248,18 @@ def test_a_signal_while_writing_leaves_the_old_or_the_whole_new_file(big_table, 
 
 
 @pytest.mark.slow
+def test_two_runs_writing_one_target_leave_one_whole(big_table, tmp_path):
+    target = tmp_path / "roc.csv"
+    # a long and a short table: written in place, the short one over the long one left its tail
+    runs = [_mleval("curve", big_table, "--kind", kind, "-o", target)
+            for kind in ("roc", "reliability")]
+    assert [run.wait(timeout=300) for run in runs] == [0, 0]
+    written = {me.curve(str(big_table), kind).write_csv() for kind in ("roc", "reliability")}
+    assert target.read_text() in written
+    assert [p.name for p in tmp_path.iterdir()] == ["roc.csv"]
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_signal_removes_the_spill_folder(big_table, tmp_path, stop):
     temp = tmp_path / "tmp"

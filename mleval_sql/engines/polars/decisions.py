@@ -61,12 +61,13 @@ def decision_metrics(confusion_counts: pl.LazyFrame, *, beta: float,
     )
     long = scores.unpivot(on=per_label, index=["segment", "average", "label", "label_support"],
                           variable_name="metric", value_name="value")
-    out = [long.drop("label_support")]
-    if averages & AVERAGED:
+    out = [long.drop("label_support")] if per_label else []
+    if per_label and averages & AVERAGED:
         out.append(label_averages(long.filter(pl.col("average").is_null()), "label_support"))
     if "hamming_loss" in metrics:
         out.append(counts.filter(pl.col("average") == "micro").select(
-            "segment", metric=pl.lit("hamming_loss"),
+            "segment", "label", metric=pl.lit("hamming_loss"),  # label: null, of its type
+            average=pl.lit(None, dtype=pl.String),
             value=(fp + fn) / pl.when(tp + fp + fn + tn != 0).then(tp + fp + fn + tn)))
     return pl.concat(out, how="diagonal").select(
         "segment", "metric", "average", "label", "value")
