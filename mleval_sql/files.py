@@ -14,6 +14,7 @@ Listing goes through a small filesystem interface (:class:`Filesystem`: the meth
 fsspec's, so an fsspec filesystem of an object store can stand in for :class:`LocalFiles`).
 
 >>> import tempfile
+>>> from pathlib import Path
 >>> root = Path(tempfile.mkdtemp())
 >>> for name in ("model=a/part-0.parquet", "_temporary/0/part-0.parquet", "model=a/.x.parquet"):
 ...     (root / name).parent.mkdir(parents=True, exist_ok=True)

@@ -33,7 +33,7 @@ def batches(counts: pl.DataFrame, by: Sequence[str], budget: int) -> list[pl.Dat
     """The segments of ``counts`` (the segment columns ``by`` and their row count ``n``) in
     batches of at most ``budget / ROW_BYTES`` rows plus one segment, as frames of ``by``.
 
-    >>> counts = pl.DataFrame({"model": ["a", "b", "c"], "n": [600_000, 300_000, 5_000_000]})
+    >>> counts = pl.DataFrame({"model": ["a", "b", "c"], "n": [600_000, 500_000, 5_000_000]})
     >>> [b["model"].to_list() for b in batches(counts, ["model"], 10**9)]
     [['a', 'b'], ['c']]
     """
