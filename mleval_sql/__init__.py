@@ -8,7 +8,8 @@
 from mleval_sql.api import check, curve, evaluate
 from mleval_sql.dialects import sql
 from mleval_sql.registry import METRICS
+from mleval_sql.reporting import report
 from mleval_sql.schema import Columns, InputError
 
-__all__ = ["METRICS", "Columns", "InputError", "check", "curve", "evaluate", "sql"]
+__all__ = ["METRICS", "Columns", "InputError", "check", "curve", "evaluate", "report", "sql"]
 __version__ = "0.1.0"

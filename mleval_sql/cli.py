@@ -12,6 +12,7 @@ Usage::
     mleval check lake/ --by model --memory-limit 1GB
     mleval metrics
     mleval sql f1 --task multilabel --dialect spark
+    mleval report examples/report.toml --output report/ --fail-on-alert
 
 Bad input prints one line ``mleval: error: <message>`` on stderr and exits with status 2;
 warnings raised while evaluating print as ``mleval: note: <message>``. Outputs are written whole
@@ -39,6 +40,7 @@ from mleval_sql.api import DEFAULT_METRICS, CurveKind
 from mleval_sql.outputs import atomic_output, check_output
 from mleval_sql.plot import INSTALL_HINT, PlotError, check_target, plot_curve
 from mleval_sql.registry import AVERAGES, DEFAULTS, METRICS, Metric
+from mleval_sql.reporting import add_command as add_report_command
 from mleval_sql.schema import TASKS
 
 PROG = "mleval"
@@ -125,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "tables (sample, label, score, truth[, weight]).")
     parser.add_argument("--version", action="version", version=f"%(prog)s {me.__version__}")
     commands = parser.add_subparsers(dest="command", required=True,
-                                     metavar="{evaluate,curve,check,metrics,sql}")
+                                     metavar="{evaluate,curve,check,metrics,sql,report}")
     _add_evaluate(commands)
     _add_curve(commands)
     checking = commands.add_parser("check", help="only check the input (as every evaluation "
@@ -141,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--dialect", default="duckdb",
                        help="any dialect sqlglot writes: duckdb, spark, bigquery, ...")
     query.set_defaults(run=run_sql)
+    add_report_command(commands)
     return parser
 
 

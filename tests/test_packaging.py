@@ -30,6 +30,14 @@ def test_wheel_ships_every_query(wheel: Path):
 
 
 @pytest.mark.slow
+def test_wheel_ships_the_report_templates(wheel: Path):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    templates = ROOT / "mleval_sql" / "reporting" / "templates"
+    shipped = {f"mleval_sql/reporting/templates/{p.name}" for p in templates.iterdir()}
+    assert shipped and shipped <= names
+
+
+@pytest.mark.slow
 def test_installed_package_loads_its_own_queries(wheel: Path, tmp_path: Path):
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)

@@ -1,0 +1,175 @@
+"""Reporting jobs: a TOML job in, a folder of tables and a self-contained HTML report out.
+
+``mleval report JOB.toml --output DIR`` and ``mleval_sql.report(JOB, DIR)`` compute every table
+first, render the charts and the page, and only then write, each file atomically (a temporary
+file renamed into place): a run that fails leaves the previous run's files as they were. The
+same inputs give the same files, but for the run times in ``report.html`` and ``summary.json``.
+
+Files in DIR: ``metrics.parquet`` / ``.csv`` (tidy, with the baseline and the delta),
+``wide.parquet`` / ``.csv`` (one row per model x segment, one column per metric),
+``curve_<kind>.parquet``, ``alerts.csv``, ``summary.json`` and ``report.html``.
+
+>>> import mleval_sql as me
+>>> outcome = me.report("examples/report.toml", "report/")  # doctest: +SKIP
+>>> outcome.alerts  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from mleval_sql.outputs import atomic_output
+from mleval_sql.reporting.job import Job, JobError
+
+__all__ = ["Job", "JobError", "Outcome", "add_command", "report"]
+
+#: Exit status of ``mleval report --fail-on-alert`` when a rule fired (errors exit with 2).
+EXIT_ALERT = 1
+VERSIONED = ("mleval_sql", "polars", "duckdb", "pyarrow", "matplotlib", "jinja2")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a run wrote: the folder, its files, and the alerts that fired (a list of dicts)."""
+
+    output: Path
+    files: list[Path]
+    alerts: list[dict[str, Any]]
+    summary: dict[str, Any]
+
+
+def report(job: str | os.PathLike[str] | Mapping[str, Any] | Job,
+           output: str | os.PathLike[str], *, progress: bool | None = None) -> Outcome:
+    """Run ``job`` (a TOML file, its parsed dict, or a :class:`Job`) and write its outputs into
+    the folder ``output`` (created if needed). ``progress``: stage messages on stderr (default:
+    when stderr is a terminal).
+
+    >>> report("examples/report.toml", "report/").alerts  # doctest: +SKIP
+    """
+    from mleval_sql.reporting.charts import _matplotlib
+    from mleval_sql.reporting.html import _jinja, render_html
+    from mleval_sql.reporting.run import Progress, run, wide_table
+
+    _matplotlib(), _jinja()  # a missing extra fails before any scan
+    if not isinstance(job, Job):
+        job = Job.from_dict(job) if isinstance(job, Mapping) else Job.load(job)
+    output = Path(output)
+    if output.exists() and not output.is_dir():
+        raise JobError(f"--output: {os.fspath(output)!r} is a file, not a folder")
+    stages = 5 + len(job.sources) * (2 + len(job.curves))
+    steps = Progress(stages, show=progress)
+    result = run(job, steps)
+    steps.stage("drawing the report")
+    versions = _versions()
+    page = render_html(result, versions)
+    steps.stage("writing")
+    wide = wide_table(result)
+    timings = steps.finish()
+    summary = _summary(result, versions, timings)
+    output.mkdir(parents=True, exist_ok=True)
+    files: dict[str, Any] = {
+        "metrics.parquet": result.metrics.write_parquet,
+        "metrics.csv": result.metrics.write_csv,
+        "wide.parquet": wide.write_parquet,
+        "wide.csv": wide.write_csv,
+        "alerts.csv": result.alerts.write_csv,
+        **{f"curve_{kind}.parquet": table.write_parquet
+           for kind, table in sorted(result.curves.items())},
+    }
+    written = []
+    for name, write in files.items():
+        with atomic_output(output / name) as part:
+            write(part)
+        written.append(output / name)
+    with atomic_output(output / "summary.json") as part:
+        part.write_text(json.dumps(summary, indent=2, sort_keys=False, default=str) + "\n",
+                        encoding="utf-8")
+    written.append(output / "summary.json")
+    with atomic_output(output / "report.html") as part:
+        part.write_text(_with_timings(page, timings), encoding="utf-8")
+    written.append(output / "report.html")
+    return Outcome(output, written, summary["alerts"], summary)
+
+
+def _with_timings(page: str, timings: Mapping[str, float]) -> str:
+    """The page with the final run times (known only once everything else is drawn)."""
+    start = page.index('<dl id="run-time">')
+    end = page.index("</dl>", start)
+    items = "".join(f"<dt>{name}</dt><dd>{seconds:.2f} s</dd>\n"
+                    for name, seconds in timings.items())
+    return page[:start] + '<dl id="run-time">\n' + items + page[end:]
+
+
+def _versions() -> dict[str, str]:
+    found = {"python": platform.python_version()}
+    for name in VERSIONED:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def _summary(result: Any, versions: Mapping[str, str],
+             timings: Mapping[str, float]) -> dict[str, Any]:
+    job = result.job
+    alerts = result.alerts.with_columns(pl.col(pl.Float64).fill_nan(None)).to_dicts()
+    return {
+        "title": job.title,
+        "ok": not alerts,
+        "alerts": alerts,
+        "rules": [{"key": r.key, "rule": r.describe()} for r in job.rules],
+        "task": result.task,
+        "engine": job.engine,
+        "job": os.fspath(job.file) if job.file else None,
+        "metrics": job.metrics,
+        "averages": job.average,
+        "options": job.options,
+        "segmentations": [list(s.columns) for s in job.segmentations],
+        "models": sorted(result.sizes["model"].unique().to_list()),
+        "segments": result.sizes.height,
+        "segments_too_small": int((~result.sizes["judged"]).sum()),
+        "baseline": None if job.baseline is None else {
+            "path": None if job.baseline.path is None else os.fspath(job.baseline.path),
+            "model": job.baseline.model},
+        "inputs": result.inputs,
+        "versions": dict(versions),
+        "seconds": {k: round(v, 3) for k, v in timings.items()},
+    }
+
+
+def add_command(commands: argparse._SubParsersAction) -> None:
+    """The ``mleval report`` subcommand."""
+    cmd = commands.add_parser("report", help="run a reporting job (TOML): tables, alerts and "
+                              "a self-contained HTML report")
+    cmd.add_argument("job", type=Path, metavar="JOB.toml")
+    cmd.add_argument("-o", "--output", type=Path, required=True, metavar="DIR",
+                     help="the folder to write into (created if needed)")
+    cmd.add_argument("--fail-on-alert", action="store_true",
+                     help=f"exit with status {EXIT_ALERT} when a rule fired")
+    cmd.set_defaults(run=_run_command)
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    import sys
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outcome = report(args.job, args.output)
+    for message in dict.fromkeys(" ".join(str(w.message).split()) for w in caught):
+        print(f"mleval: note: {message}", file=sys.stderr)
+    n = len(outcome.alerts)
+    print(f"{outcome.output / 'report.html'}: {n} alert{'s' if n != 1 else ''}"
+          f"{'' if n else ' (ok)'}", file=sys.stderr)
+    return EXIT_ALERT if n and args.fail_on_alert else 0

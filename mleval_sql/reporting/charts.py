@@ -1,0 +1,244 @@
+"""The report's charts: matplotlib figures rendered to SVG text for inline use.
+
+Deterministic: no date in the SVG, and element ids hashed from a salt per chart (so ids are the
+same from run to run, and differ between the charts of one page). Text stays text (the page's
+fonts draw it). Grids are small multiples: one row per segment shown (the overall row and the
+weakest and strongest ones), one column per label, one line per model.
+
+>>> svg = render(Figure())  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import polars as pl
+
+from mleval_sql.reporting.job import MODEL, SEGMENT
+
+INSTALL_HINT = "pip install 'mleval_sql[report]'"
+#: Points drawn per line at most; the tables keep every point.
+MAX_POINTS = 400
+PANEL = (2.6, 2.3)  # inches per small multiple
+WRAP = 4  # panels per row when a chart has one label
+COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
+          "#7f7f7f", "#bcbd22", "#17becf")
+
+
+def _matplotlib() -> Any:
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as error:
+        from mleval_sql.reporting.job import JobError
+
+        raise JobError(f"the report draws its charts with matplotlib, which is not installed: "
+                       f"{INSTALL_HINT}") from error
+    return Figure
+
+
+def render(figure: Any, salt: str) -> str:
+    """``figure`` as an inline ``<svg>`` element (no XML prolog), the same on every run."""
+    import matplotlib
+    from matplotlib.backends.backend_svg import FigureCanvasSVG
+
+    out = io.StringIO()
+    with matplotlib.rc_context({"svg.hashsalt": salt, "svg.fonttype": "none"}):
+        FigureCanvasSVG(figure).print_svg(out, metadata={
+            "Date": None, "Creator": None, "Format": None, "Type": None})
+    text = out.getvalue()
+    return text[text.index("<svg"):]
+
+
+def _grid(rows: int, cols: int, *, width: float = PANEL[0],
+          height: float = PANEL[1]) -> tuple[Any, Any]:
+    """A figure of ``rows`` x ``cols`` panels with fixed margins (in inches): constrained
+    layout measures every tick label and costs seconds on a grid of a few dozen panels."""
+    left, right, bottom, top, gap = 0.95, 0.15, 0.45, 0.3, 0.18
+    size = (left + right + cols * width, bottom + top + rows * height)
+    figure = _matplotlib()(figsize=size)
+    axes = figure.subplots(rows, cols, squeeze=False, sharex=True, sharey=True, gridspec_kw={
+        "left": left / size[0], "right": 1 - right / size[0], "bottom": bottom / size[1],
+        "top": 1 - top / size[1], "wspace": gap * cols / (cols * width),
+        "hspace": 2.4 * gap * rows / (rows * height)})
+    for row in axes:
+        for ax in row:
+            ax.set_xticks([0, 0.5, 1], ["0", "0.5", "1"])
+            ax.set_yticks([0, 0.5, 1], ["0", "0.5", "1"])
+            ax.tick_params(labelsize=7, length=2, pad=1.5)
+            ax.grid(alpha=0.25)
+    return figure, axes
+
+
+def _thin(frame: pl.DataFrame) -> pl.DataFrame:
+    """At most MAX_POINTS evenly spaced rows, the first and last kept."""
+    if frame.height <= MAX_POINTS:
+        return frame
+    step = (frame.height - 1) / (MAX_POINTS - 1)
+    return frame[sorted({round(i * step) for i in range(MAX_POINTS)})]
+
+
+def colors(models: Sequence[str]) -> dict[str, str]:
+    return {m: COLORS[i % len(COLORS)] for i, m in enumerate(models)}
+
+
+KINDS = {
+    # x, y, x label, y label, the metric shown in the legend, diagonal
+    "roc": ("fpr", "tpr", "False positive rate", "True positive rate", "AUC", True),
+    "pr": ("recall", "precision", "Recall", "Precision", "AP", False),
+    "reliability": ("mean_score", "observed_rate", "Mean score", "Observed rate", "ECE", True),
+}
+
+
+def curve_grid(table: pl.DataFrame, kind: str, segments: Mapping[str, str],
+               labels: Sequence[str],
+               models: Sequence[str], legend: dict[tuple[str, str, str], float | None],
+               salt: str) -> str:
+    """ROC / PR / reliability curves, a panel per segment x label and a line per model:
+    a row per segment and a column per label, or with one label the segments in rows of
+    ``WRAP``. ``segments``: segment -> the name its panels show; ``legend[(model, segment,
+    label)]``: the value shown next to the model's name."""
+    x, y, xlabel, ylabel, area, diagonal = KINDS[kind]
+    one = len(labels) == 1
+    panels = [(segment, name, label) for segment, name in segments.items() for label in labels]
+    cols = min(WRAP, len(panels)) if one else len(labels)
+    rows = -(-len(panels) // cols)
+    figure, axes = _grid(rows, cols, height=PANEL[1] + (0.25 if one else 0))
+    palette = colors(models)
+    parts = table.partition_by([MODEL, SEGMENT, "label"], as_dict=True, maintain_order=True)
+    for i, (segment, name, label) in enumerate(panels):
+        r, c = divmod(i, cols)
+        ax = axes[r][c]
+        if diagonal:
+            ax.plot([0, 1], [0, 1], linestyle=":", color="#999999", linewidth=0.8)
+        for model in models:
+            part = parts.get((model, segment, label))
+            if part is None or part.is_empty():
+                continue
+            part = _thin(part.filter(pl.col(x).is_not_null() & pl.col(y).is_not_null()))
+            value = legend.get((model, segment, label))
+            text = model if value is None else f"{model} ({area} {value:.3f})"
+            ax.plot(part[x].to_list(), part[y].to_list(), color=palette[model],
+                    linewidth=1.3, label=text, marker="o" if kind == "reliability" else None,
+                    markersize=2.5, drawstyle="steps-pre" if kind == "pr" else "default")
+        ax.set_xlim(-0.02, 1.02)
+        ax.set_ylim(-0.02, 1.02)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=6.5, loc="lower right" if kind == "roc" else "best",
+                      frameon=False, handlelength=1.2)
+        if one:
+            ax.set_title(name.replace("\n", " "), fontsize=8)
+        elif r == 0:
+            ax.set_title(f"label {label}", fontsize=8.5)
+        if c == 0:
+            ax.set_ylabel(ylabel if one else f"{_short(name)}\n{ylabel}", fontsize=7.5)
+        if r == rows - 1 or (one and i + cols >= len(panels)):
+            ax.set_xlabel(xlabel, fontsize=7.5)
+            ax.tick_params(labelbottom=True)
+    for i in range(len(panels), rows * cols):  # the empty end of the last row
+        axes[i // cols][i % cols].set_visible(False)
+    return render(figure, salt)
+
+
+def sweep_grid(table: pl.DataFrame, segments: Mapping[str, str], models: Sequence[str],
+               threshold: float, salt: str) -> str:
+    """F1, precision and recall against the threshold: a row per segment, a column per model."""
+    figure, axes = _grid(len(segments), len(models), width=3.0)
+    parts = table.partition_by([MODEL, SEGMENT], as_dict=True, maintain_order=True)
+    styles = {"f1": ("#333333", "-"), "precision": ("#1f77b4", "--"),
+              "recall": ("#d62728", ":")}
+    for r, (segment, name) in enumerate(segments.items()):
+        for c, model in enumerate(models):
+            ax = axes[r][c]
+            part = parts.get((model, segment))
+            if part is not None:
+                part = part.sort("threshold")
+                for metric, (color, line) in styles.items():
+                    ax.plot(part["threshold"].to_list(), part[metric].to_list(), color=color,
+                            linestyle=line, linewidth=1.3, label=metric)
+            ax.axvline(threshold, color="#999999", linewidth=0.8, linestyle="-.")
+            ax.set_xlim(0, 1)
+            ax.set_ylim(-0.02, 1.02)
+            if r == 0:
+                ax.set_title(f"model {model}", fontsize=8.5)
+                ax.legend(fontsize=6.5, loc="lower left", frameon=False, handlelength=1.6)
+            if c == 0:
+                ax.set_ylabel(_short(name), fontsize=7.5)
+            if r == len(segments) - 1:
+                ax.set_xlabel("Threshold", fontsize=7.5)
+    return render(figure, salt)
+
+
+def segment_dots(rows: pl.DataFrame, metric: str, models: Sequence[str],
+                 segments: Sequence[str], salt: str) -> str:
+    """One line per segment (all of them), a dot per model, a ring at the baseline; segments too
+    small to judge are greyed."""
+    height = 0.22 * len(segments) + 1.0
+    figure = _matplotlib()(figsize=(7.5, height), layout="constrained")
+    ax = figure.subplots()
+    palette = colors(models)
+    index = {s: len(segments) - 1 - i for i, s in enumerate(segments)}
+    for model in models:
+        part = rows.filter(pl.col(MODEL) == model)
+        ys = [index[s] for s in part[SEGMENT].to_list()]
+        judged = part["judged"].to_list()
+        face = [palette[model] if j else "#ffffff" for j in judged]
+        ax.scatter(part["value"].to_list(), ys, s=28, color=face, edgecolors=palette[model],
+                   label=model, zorder=3)
+        if part["baseline"].null_count() < part.height:
+            ax.scatter(part["baseline"].to_list(), ys, s=60, facecolors="none",
+                       edgecolors="#777777", linewidths=0.8, zorder=2,
+                       label="baseline" if model == models[-1] else None)
+    ax.set_yticks(range(len(segments)), [_short(s) for s in reversed(segments)], fontsize=7)
+    ax.set_ylim(-0.7, len(segments) - 0.3)
+    ax.grid(axis="x", alpha=0.3)
+    ax.tick_params(axis="x", labelsize=7)
+    ax.set_xlabel(metric, fontsize=8)
+    ax.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(models) + 1,
+              frameon=False)
+    return render(figure, salt)
+
+
+def confusion_heatmaps(matrices: dict[str, pl.DataFrame], labels: Sequence[str],
+                       salt: str) -> str:
+    """A heat map per model: rows the true label, columns the predicted one, each row as shares
+    of its weight, with the weights written in the cells."""
+    import numpy as np
+
+    n = len(labels)
+    side = max(2.8, 0.45 * n + 1.2)
+    figure = _matplotlib()(figsize=(side * len(matrices), side), layout="constrained")
+    axes = figure.subplots(1, len(matrices), squeeze=False)[0]
+    where = {label: i for i, label in enumerate(labels)}
+    for ax, (model, frame) in zip(axes, matrices.items(), strict=True):
+        counts = np.zeros((n, n))
+        for truth, predicted, value in frame.select("label", "predicted", "value").iter_rows():
+            counts[where[str(truth)], where[str(predicted)]] = value or 0.0
+        totals = counts.sum(axis=1, keepdims=True)
+        shares = np.divide(counts, totals, out=np.zeros_like(counts), where=totals > 0)
+        ax.imshow(shares, cmap="Blues", vmin=0, vmax=1)
+        for i in range(n):
+            for j in range(n):
+                ax.text(j, i, _count(counts[i, j]), ha="center", va="center", fontsize=7,
+                        color="white" if shares[i, j] > 0.6 else "black")
+        ax.set_xticks(range(n), list(labels), fontsize=7, rotation=45 if n > 6 else 0)
+        ax.set_yticks(range(n), list(labels), fontsize=7)
+        ax.set_xlabel("predicted", fontsize=8)
+        ax.set_ylabel("true", fontsize=8)
+        ax.set_title(f"model {model}", fontsize=9)
+    return render(figure, salt)
+
+
+def _count(value: float) -> str:
+    return f"{value:.0f}" if math.isclose(value, round(value)) else f"{value:.1f}"
+
+
+def _short(segment: str, width: int = 28) -> str:
+    """A segment name in lines of about ``width`` characters, broken after its commas."""
+    lines = []
+    for line in segment.split("\n"):
+        head, sep, tail = line.partition(", ")
+        lines.extend([f"{head},", tail] if sep and len(line) > width else [line])
+    return "\n".join(lines)

@@ -1,0 +1,379 @@
+"""A reporting job: what to read, how to slice it, what to compute and judge, read from TOML.
+
+Every key is checked before any data is read; a bad one raises :class:`JobError` naming the key
+and what was expected.
+
+>>> job = Job.from_dict({"sources": [{"path": "fixtures/lake", "model_column": "model"}],
+...                      "segments": ["region"], "metrics": ["roc_auc", "f1"]})
+>>> [s.name for s in job.segmentations], job.metrics
+(['overall', 'region'], ['roc_auc', 'f1'])
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mleval_sql.api import _names
+from mleval_sql.registry import AVERAGES
+from mleval_sql.schema import TASKS, InputError
+
+CURVE_KINDS = ("roc", "pr", "sweep", "reliability")
+#: The evaluate() options a job may set at its top level, with their defaults.
+OPTIONS: dict[str, Any] = {"threshold": 0.5, "beta": 1.0, "k": 2, "zero_division": None,
+                           "max_fpr": None, "min_recall": 0.9, "min_precision": 0.9,
+                           "n_bins": 10}
+CONDITIONS = ("below", "above", "drop", "rise")
+#: The column that names the model in every table; ``segmentation`` names the slicing.
+MODEL, SEGMENTATION, SEGMENT = "model", "segmentation", "segment"
+OVERALL = "overall"
+
+
+class JobError(InputError):
+    """A job file that cannot be run: the message names the key and what was expected."""
+
+
+def toml() -> Any:
+    """``tomllib``, or on Python 3.10 its backport ``tomli`` (in the report extra)."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+
+        return tomllib
+    try:  # pragma: no cover - Python 3.10
+        import tomli
+    except ImportError as error:  # pragma: no cover
+        raise JobError("reading a job file on Python 3.10 needs tomli: "
+                       "pip install 'mleval_sql[report]'") from error
+    return tomli  # pragma: no cover
+
+
+@dataclass(frozen=True)
+class Source:
+    """Predictions of one model (``model``), or of several told apart by ``model_column``."""
+
+    key: str  # where it is in the job, for messages: sources[0]
+    paths: tuple[str, ...]
+    model: str | None = None
+    model_column: str | None = None
+    columns: Mapping[str, str | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Segmentation:
+    """One way to slice: the segment columns crossed; () is the whole data set."""
+
+    columns: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return " x ".join(self.columns) or OVERALL
+
+
+@dataclass(frozen=True)
+class Rule:
+    """An alert: ``metric`` (``average``, ``label``) below/above a value, or a drop/rise by more
+    than a value against the baseline."""
+
+    key: str
+    metric: str
+    condition: str
+    value: float
+    average: str | None = None  # None: the first of the job's averages the metric has
+    label: str | None = None
+
+    def describe(self) -> str:
+        what = self.metric + (f" ({self.average})" if self.average else "") + (
+            f" [{self.label}]" if self.label else "")
+        if self.condition in ("drop", "rise"):
+            return f"{what} {self.condition}s by more than {self.value:g} against the baseline"
+        return f"{what} {self.condition} {self.value:g}"
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A previous run's output folder (``path``), and/or a model to compare every model with."""
+
+    path: Path | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class Job:
+    """A reporting job (see ``examples/report.toml`` for every key)."""
+
+    sources: list[Source]
+    metrics: list[str]
+    segmentations: list[Segmentation]
+    title: str = "Evaluation report"
+    task: str | None = None
+    engine: str = "duckdb"
+    memory_limit: str | None = None
+    threads: int = 1
+    average: list[str] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=lambda: dict(OPTIONS))
+    curves: list[str] = field(default_factory=lambda: list(CURVE_KINDS))
+    sweep_bins: int = 20
+    rank_by: str | None = None
+    top: int = 3
+    max_labels: int = 8
+    baseline: Baseline | None = None
+    rules: list[Rule] = field(default_factory=list)
+    min_samples: int = 0
+    min_weight: float = 0.0
+    file: Path | None = None
+
+    @property
+    def segment_columns(self) -> list[str]:
+        return list(dict.fromkeys(c for s in self.segmentations for c in s.columns))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Job:
+        """Read the TOML job file at ``path``; relative paths in it are relative to its folder."""
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as error:
+            raise JobError(f"cannot read the job file {os.fspath(path)!r}: "
+                           f"{error.strerror or error}") from error
+        tomllib = toml()
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as error:
+            raise JobError(f"{path}: not valid TOML: {error}") from error
+        return cls.from_dict(data, base=path.parent, file=path)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, base: str | os.PathLike[str] = ".",
+                  file: Path | None = None) -> Job:
+        """A job from the parsed TOML ``data``; relative paths are taken from ``base``."""
+        where = f"{file}: " if file else ""
+        try:
+            return _parse(data, Path(base), file)
+        except JobError as error:
+            raise JobError(where + str(error)) from None
+
+
+def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
+    top = _Table(data, "")
+    shared = top.get("columns", dict, default={})
+    sources = [_source(s, f"sources[{i}]", base, shared)
+               for i, s in enumerate(top.get("sources", list, required=True))]
+    if not sources:
+        raise JobError("sources: expected at least one [[sources]] table")
+    models = [s.model for s in sources if s.model is not None]
+    if len(set(models)) < len(models):
+        raise JobError(f"sources: two sources name the same model {_dupe(models)!r}")
+    metrics = top.get("metrics", list, required=True)
+    for i, name in enumerate(metrics):
+        try:
+            _names([_text(name, f"metrics[{i}]")])
+        except JobError:
+            raise
+        except InputError as error:
+            raise JobError(f"metrics[{i}]: {error}") from None
+    metrics = list(dict.fromkeys(metrics))
+    if not metrics:
+        raise JobError("metrics: expected at least one metric name")
+    segmentations = [Segmentation(())]
+    for i, entry in enumerate(top.get("segments", list, default=[])):
+        cols = [entry] if isinstance(entry, str) else entry
+        if not isinstance(cols, list) or not cols:
+            raise JobError(f"segments[{i}]: expected a column name or a list of column names "
+                           f"(crossed), got {entry!r}")
+        seg = Segmentation(tuple(_text(c, f"segments[{i}]") for c in cols))
+        if len(set(seg.columns)) < len(seg.columns):
+            raise JobError(f"segments[{i}]: a column is named twice in {list(seg.columns)}")
+        if MODEL in seg.columns or SEGMENTATION in seg.columns or SEGMENT in seg.columns:
+            raise JobError(f"segments[{i}]: {MODEL!r} is a row of every table already, and "
+                           f"{SEGMENTATION!r} / {SEGMENT!r} are names the report uses")
+        if seg not in segmentations:
+            segmentations.append(seg)
+    task = top.get("task", str, default=None)
+    if task is not None and task not in TASKS:
+        raise JobError(f"task: expected one of {list(TASKS)}, got {task!r}")
+    engine = top.get("engine", str, default="duckdb")
+    if engine not in ("duckdb", "polars"):
+        raise JobError(f"engine: expected 'duckdb' or 'polars', got {engine!r}")
+    threads = top.get("threads", int, default=1)
+    if threads < 1:
+        raise JobError(f"threads: expected a whole number >= 1, got {threads}")
+    average = top.get("average", (str, list), default=[])
+    average = [average] if isinstance(average, str) else average
+    for i, a in enumerate(average):
+        if a not in AVERAGES:
+            raise JobError(f"average[{i}]: expected one of {list(AVERAGES)}, got {a!r}")
+    options = dict(OPTIONS)
+    for name, default in OPTIONS.items():
+        value = top.get(name, (int, float, str), default=default)
+        if name == "zero_division":
+            if value not in (0, 1, "null", None):
+                raise JobError(f"zero_division: expected 0, 1 or \"null\", got {value!r}")
+            value = None if value == "null" else value
+        elif value is not None and (isinstance(value, (str, bool))):
+            raise JobError(f"{name}: expected a number, got {value!r}")
+        options[name] = value
+    curves = _Table(top.get("curves", dict, default={}), "curves")
+    kinds = curves.get("kinds", list, default=list(CURVE_KINDS))
+    for i, kind in enumerate(kinds):
+        if kind not in CURVE_KINDS:
+            raise JobError(f"curves.kinds[{i}]: expected one of {list(CURVE_KINDS)}, "
+                           f"got {kind!r}")
+    sweep_bins = curves.get("bins", int, default=20)
+    curves.done()
+    report = _Table(top.get("report", dict, default={}), "report")
+    rank_by = report.get("rank_by", str, default=None)
+    if rank_by is not None and rank_by not in metrics:
+        raise JobError(f"report.rank_by: {rank_by!r} is not one of the job's metrics "
+                       f"{metrics}")
+    top_n = report.get("top", int, default=3)
+    max_labels = report.get("max_labels", int, default=8)
+    report.done()
+    baseline = None
+    if "baseline" in data:
+        table = _Table(top.get("baseline", dict), "baseline")
+        path = table.get("path", str, default=None)
+        folder = None
+        if path is not None:
+            folder = (base / path) if not Path(path).is_absolute() else Path(path)
+            if not (folder / "metrics.parquet").is_file():
+                raise JobError(f"baseline.path: {os.fspath(folder)!r} holds no metrics.parquet "
+                               "(expected the output folder of an earlier run)")
+        model = table.get("model", str, default=None)
+        if folder is None and model is None:
+            raise JobError("baseline: expected path (an earlier run's output folder), model "
+                           "(one of the models), or both")
+        table.done()
+        baseline = Baseline(folder, model)
+    alerts = _Table(top.get("alerts", dict, default={}), "alerts")
+    min_samples = alerts.get("min_samples", int, default=0)
+    min_weight = float(alerts.get("min_weight", (int, float), default=0))
+    rules = [_rule(r, f"alerts.rules[{i}]", metrics, baseline)
+             for i, r in enumerate(alerts.get("rules", list, default=[]))]
+    alerts.done()
+    job = Job(sources=sources, metrics=metrics, segmentations=segmentations,
+              title=top.get("title", str, default="Evaluation report"), task=task,
+              engine=engine, memory_limit=top.get("memory_limit", str, default=None),
+              threads=threads,
+              average=list(dict.fromkeys(average)), options=options, curves=kinds,
+              sweep_bins=sweep_bins, rank_by=rank_by, top=top_n, max_labels=max_labels,
+              baseline=baseline, rules=rules, min_samples=min_samples, min_weight=min_weight,
+              file=file)
+    top.done()
+    return job
+
+
+def _source(data: Any, key: str, base: Path, shared: Mapping[str, str]) -> Source:
+    if not isinstance(data, dict):
+        raise JobError(f"{key}: expected a table ([[sources]]) with a path, got {data!r}")
+    table = _Table(data, key)
+    raw = table.get("path", (str, list), required=True)
+    raw = [raw] if isinstance(raw, str) else raw
+    if not raw:
+        raise JobError(f"{key}.path: expected a path, a glob or a list of them")
+    paths = []
+    for i, p in enumerate(raw):
+        text = _text(p, f"{key}.path[{i}]")
+        if "://" not in text and not Path(text).is_absolute():
+            text = os.path.normpath(base / text)
+        if "://" not in text and not any(ch in text for ch in "*?[") and not Path(text).exists():
+            raise JobError(f"{key}.path: no such file or folder: {text}")
+        paths.append(text)
+    model = table.get("model", str, default=None)
+    model_column = table.get("model_column", str, default=None)
+    if model is not None and model_column is not None:
+        raise JobError(f"{key}: give model (the one model it holds) or model_column (the "
+                       "column naming its models), not both")
+    columns = table.get("columns", dict, default={})
+    table.done()
+    if model is None and model_column is None:
+        model = Path(raw[0].rstrip("/")).stem or "model"
+    mapping = {**shared, **columns}
+    for role, name in mapping.items():
+        if not isinstance(name, str):
+            raise JobError(f"{key}.columns.{role}: expected a column name (\"\" for no "
+                           f"weight), got {name!r}")
+    return Source(key, tuple(paths), model, model_column,
+                  {role: (name or None) for role, name in mapping.items()})
+
+
+def _rule(data: Any, key: str, metrics: list[str], baseline: Baseline | None) -> Rule:
+    if not isinstance(data, dict):
+        raise JobError(f"{key}: expected a table ([[alerts.rules]]), got {data!r}")
+    table = _Table(data, key)
+    metric = table.get("metric", str, required=True)
+    if metric not in metrics:
+        hint = difflib.get_close_matches(metric, metrics, n=1)
+        raise JobError(f"{key}.metric: the job does not compute {metric!r}"
+                       + (f"; did you mean {hint[0]!r}?" if hint else "")
+                       + f" (its metrics are {metrics})")
+    conditions = [c for c in CONDITIONS if c in data]
+    if len(conditions) != 1:
+        raise JobError(f"{key}: expected exactly one of {', '.join(CONDITIONS)} (e.g. below = "
+                       f"0.8, drop = 0.02), got {conditions or 'none'}")
+    condition = conditions[0]
+    value = table.get(condition, (int, float))
+    if condition in ("drop", "rise") and baseline is None:
+        raise JobError(f"{key}.{condition}: compares with a baseline, but the job names none "
+                       "([baseline] path = an earlier run's folder, or model = one of its "
+                       "models)")
+    average = table.get("average", str, default=None)
+    if average is not None and average not in AVERAGES:
+        raise JobError(f"{key}.average: expected one of {list(AVERAGES)}, got {average!r}")
+    label = table.get("label", (str, int), default=None)
+    table.done()
+    return Rule(key, metric, condition, float(value), average,
+                None if label is None else str(label))
+
+
+class _Table:
+    """Typed access to one TOML table; ``done()`` rejects the keys nobody asked for."""
+
+    def __init__(self, data: Any, key: str) -> None:
+        if not isinstance(data, Mapping):
+            raise JobError(f"{key or 'the job'}: expected a table, got {data!r}")
+        self.data, self.key, self.seen = data, key, set()
+
+    def get(self, name: str, kind: type | tuple[type, ...], *, default: Any = None,
+            required: bool = False) -> Any:
+        self.seen.add(name)
+        key = f"{self.key}.{name}" if self.key else name
+        if name not in self.data:
+            if required:
+                raise JobError(f"{key}: missing; expected {_kind(kind)}")
+            return default
+        value = self.data[name]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            raise JobError(f"{key}: expected {_kind(kind)}, got {value!r}")
+        return value
+
+    def done(self) -> None:
+        for name in self.data:
+            if name not in self.seen:
+                close = difflib.get_close_matches(name, self.seen, n=1)
+                where = f"[{self.key}]" if self.key else "the job's top level"
+                raise JobError(f"{self.key + '.' if self.key else ''}{name}: unknown key in "
+                               f"{where}" + (f"; did you mean {close[0]!r}?" if close else
+                                             f" (known: {', '.join(sorted(self.seen))})"))
+
+
+def _kind(kind: type | tuple[type, ...]) -> str:
+    names = {str: "a string", int: "a whole number", float: "a number", list: "a list",
+             dict: "a table", bool: "true or false"}
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
+def _text(value: Any, key: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise JobError(f"{key}: expected a non-empty string, got {value!r}")
+    return value
+
+
+def _dupe(values: Sequence[str]) -> str:
+    return next(v for v in values if values.count(v) > 1)

@@ -1,0 +1,492 @@
+"""Run a reporting job: one evaluation per source, one curve call per kind, baseline, alerts.
+
+Every segmentation of the job (the whole data set, each segment column, each crossing) is read in
+one pass: the source is crossed with a small table of segmentations, and the segment columns a
+segmentation does not use are null on its copy of the rows; ``segmentation`` joins the segment
+keys. So one ``evaluate`` call per source gives every metric of every segment, and one ``curve``
+call per kind every curve.
+
+>>> result = run(Job.load("examples/report.toml"))  # doctest: +SKIP
+>>> result.alerts.height  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+import polars as pl
+
+import mleval_sql as me
+from mleval_sql.registry import METRICS
+from mleval_sql.reporting.job import (
+    MODEL,
+    OVERALL,
+    SEGMENT,
+    SEGMENTATION,
+    Job,
+    JobError,
+    Rule,
+    Source,
+)
+from mleval_sql.schema import Columns, InputError
+from mleval_sql.sources import as_source
+
+#: Metrics where a smaller value is the better one (deltas and rankings turn round for them).
+LOWER_IS_BETTER = frozenset({
+    "fp", "fn", "hamming_loss", "coverage_error", "label_ranking_loss", "one_error",
+    "log_loss", "brier_score", "calibration_error", "mse", "rmse", "mae", "mape",
+})
+#: Metrics that rank nothing: counts.
+NEUTRAL = frozenset({"tp", "tn", "support", "confusion_matrix"})
+SWEEP_METRICS = ("precision", "recall", "f1")
+_KEEP = "__keep_"
+
+
+@dataclass
+class Result:
+    """What a job computed: every table of the report, before anything is written."""
+
+    job: Job
+    task: str
+    metrics: pl.DataFrame  # tidy: keys, metric, average, label, [...], value, baseline, delta
+    sizes: pl.DataFrame  # model, segmentation, segment, <segment columns>, samples, weight, judged
+    curves: dict[str, pl.DataFrame]
+    alerts: pl.DataFrame
+    inputs: list[dict[str, Any]]
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def keys(self) -> list[str]:
+        return [MODEL, SEGMENTATION, SEGMENT, *self.job.segment_columns]
+
+
+class Progress:
+    """Stage messages on stderr, only when it is a terminal."""
+
+    def __init__(self, total: int, *, show: bool | None = None) -> None:
+        self.total, self.done = total, 0
+        self.show = sys.stderr.isatty() if show is None else show
+        self.started = time.perf_counter()
+        self.timings: dict[str, float] = {}
+        self._stage: tuple[str, float] | None = None
+
+    def stage(self, name: str) -> None:
+        now = time.perf_counter()
+        if self._stage is not None:
+            self.timings[self._stage[0]] = now - self._stage[1]
+        self._stage = (name, now)
+        self.done += 1
+        if self.show:
+            print(f"mleval report: [{self.done}/{self.total}] {name}", file=sys.stderr,
+                  flush=True)
+
+    def finish(self) -> dict[str, float]:
+        self.stage("done")
+        self.timings.pop("done", None)
+        self.timings["total"] = time.perf_counter() - self.started
+        return self.timings
+
+
+def run(job: Job, progress: Progress | None = None) -> Result:
+    """Compute every table of ``job``; nothing is written."""
+    n_stages = 3 + len(job.sources) * (2 + len(job.curves))
+    progress = progress or Progress(n_stages)
+    progress.stage("checking the sources")
+    prepared = [_Prepared(job, source) for source in job.sources]
+    task = job.task or _task(prepared, job)
+    frames: list[pl.DataFrame] = []
+    sizes: list[pl.DataFrame] = []
+    curves: dict[str, list[pl.DataFrame]] = {k: [] for k in job.curves}
+    inputs = []
+    for source in prepared:
+        progress.stage(f"{source.source.key}: metrics")
+        frames.append(source.evaluate(_metrics(job, task), task))
+        progress.stage(f"{source.source.key}: segment sizes")
+        size = source.sizes()
+        sizes.append(size)
+        inputs.append(source.describe(size))
+        for kind in job.curves:
+            progress.stage(f"{source.source.key}: {kind} curves")
+            if task == "regression":
+                continue
+            table = source.curve(kind, task)
+            if table is not None:
+                curves[kind].append(table)
+    for source in prepared:
+        source.close()
+    progress.stage("baseline and alerts")
+    order = {s.name: i for i, s in enumerate(job.segmentations)}
+    size_table = _judged(_named(pl.concat(sizes, how="diagonal_relaxed"), job), job)
+    size_table = _sorted(size_table, job, order)
+    metrics = _sorted(_named(pl.concat(frames, how="diagonal_relaxed"), job), job, order)
+    metrics = _with_baseline(metrics, job)
+    alerts = _alerts(metrics, size_table, job, order)
+    curve_tables = {k: _sorted(_named(pl.concat(v, how="diagonal_relaxed"), job), job, order)
+                    for k, v in curves.items() if v}
+    result = Result(job, task, metrics, size_table, curve_tables, alerts, inputs)
+    result.timings = progress.timings
+    return result
+
+
+def _metrics(job: Job, task: str) -> list[str]:
+    """The job's metrics, plus the areas the curves' legends show and, for multiclass, the
+    confusion matrix of the heat maps."""
+    if task == "regression":
+        return job.metrics
+    extra = {"roc": "roc_auc", "pr": "average_precision"}
+    more = [extra[k] for k in job.curves if k in extra]
+    if task == "multiclass":
+        more.append("confusion_matrix")
+    return list(dict.fromkeys([*job.metrics, *more]))
+
+
+class _Prepared:
+    """One source crossed with the job's segmentations, for either engine."""
+
+    def __init__(self, job: Job, source: Source) -> None:
+        self.job, self.source = job, source
+        try:
+            self.src = as_source(list(source.paths))
+            self.schema = self.src.schema()
+        except InputError as error:
+            raise JobError(f"{source.key}.path: {error}") from None
+        self.columns = Columns.from_mapping(source.columns)
+        present = self.schema.names()
+        for column in job.segment_columns:
+            if column not in present:
+                raise JobError(f"segments: {source.key} has no column {column!r}; its "
+                               f"columns are {present}")
+        if source.model_column is not None and source.model_column not in present:
+            raise JobError(f"{source.key}.model_column: no column {source.model_column!r}; "
+                           f"its columns are {present}")
+        if MODEL in present and source.model_column != MODEL:
+            raise JobError(f"{source.key}: it has a column {MODEL!r} already; name it with "
+                           f"model_column = {MODEL!r}")
+        self.weight = self.columns.weight if self.columns.weight in present else None
+        self.by = [MODEL, SEGMENTATION, *job.segment_columns]
+        self.connection: duckdb.DuckDBPyConnection | None = None
+
+    def _groupings(self) -> pl.DataFrame:
+        return pl.DataFrame({SEGMENTATION: [s.name for s in self.job.segmentations], **{
+            _KEEP + c: [c in s.columns for s in self.job.segmentations]
+            for c in self.job.segment_columns}})
+
+    def polars(self) -> pl.LazyFrame:
+        frame = self.src.polars().join(self._groupings().lazy(), how="cross")
+        model = (pl.col(self.source.model_column).cast(pl.String) if self.source.model_column
+                 else pl.lit(self.source.model, dtype=pl.String))
+        return frame.with_columns(
+            model.alias(MODEL),
+            *(pl.when(pl.col(_KEEP + c)).then(pl.col(c)).alias(c)
+              for c in self.job.segment_columns),
+        ).drop([_KEEP + c for c in self.job.segment_columns])
+
+    def duckdb(self) -> duckdb.DuckDBPyRelation:
+        from duckdb import CaseExpression, ColumnExpression, ConstantExpression
+
+        if self.connection is None:
+            self.connection = duckdb.connect()
+            # one thread sums in one order: the same inputs give the same bits
+            self.connection.execute("SET threads = $1", [self.job.threads])
+            if self.job.memory_limit:
+                self.connection.execute("SET memory_limit = $1", [self.job.memory_limit])
+        con = self.connection
+        relation = self.src.duckdb(con)
+        groups = con.from_arrow(self._groupings().to_arrow())
+        crossed = relation.cross(groups)
+        segment = set(self.job.segment_columns)
+        projection = []
+        for name in relation.columns:
+            if name in segment:
+                projection.append(CaseExpression(ColumnExpression(_KEEP + name),
+                                                 ColumnExpression(name))
+                                  .otherwise(ConstantExpression(None)).alias(name))
+            elif name == self.source.model_column:
+                projection.append(ColumnExpression(name).cast(duckdb.sqltype("VARCHAR"))
+                                  .alias(MODEL))
+            else:
+                projection.append(ColumnExpression(name))
+        if self.source.model_column is None:
+            projection.append(ConstantExpression(self.source.model).alias(MODEL))
+        projection.append(ColumnExpression(SEGMENTATION))
+        return crossed.select(*projection)
+
+    def close(self) -> None:
+        if self.connection is not None:
+            self.connection.close()
+            self.connection = None
+
+    def _input(self) -> dict[str, Any]:
+        if self.job.engine == "duckdb":
+            return {"source": self.duckdb(), "connection": self.connection}
+        return {"source": self.polars()}
+
+    def _options(self, task: str) -> dict[str, Any]:
+        return {**self._input(), "by": self.by, "task": task, "engine": self.job.engine,
+                "columns": dict(self.source.columns), "memory_limit": self.job.memory_limit}
+
+    def task(self) -> str:
+        options = self._options(None)  # type: ignore[arg-type]
+        source = options.pop("source")
+        with self._naming():
+            return me.check(source, **options)
+
+    def evaluate(self, metrics: list[str], task: str) -> pl.DataFrame:
+        options = self._options(task)
+        source = options.pop("source")
+        with self._naming():
+            return me.evaluate(source, metrics, average=_averages(self.job, metrics),
+                               **self.job.options, **options)
+
+    @contextmanager
+    def _naming(self) -> Iterator[None]:
+        """Bad input is reported with the source it is in."""
+        try:
+            yield
+        except JobError:
+            raise
+        except InputError as error:
+            raise InputError(f"{self.source.key} ({', '.join(self.source.paths)}): "
+                             f"{error}") from None
+
+    def curve(self, kind: str, task: str) -> pl.DataFrame | None:
+        with self._naming():
+            return self._curve(kind, task)
+
+    def _curve(self, kind: str, task: str) -> pl.DataFrame | None:
+        options = self._options(task)
+        source = options.pop("source")
+        if kind == "sweep":
+            if task not in ("binary", "multilabel"):
+                return None  # multiclass decisions are argmax, not thresholded
+            averages = ["none", "micro"] if task == "multilabel" else ["none"]
+            rows = me.evaluate(source, SWEEP_METRICS, bins=self.job.sweep_bins,
+                               average=averages, **{k: v for k, v in self.job.options.items()
+                                                    if k in ("beta", "zero_division")},
+                               **options)
+            return rows.pivot(on="metric", index=[*self.by, "average", "label", "threshold"],
+                              values="value")
+        if task == "regression":
+            return None
+        extra = {"n_bins": self.job.options["n_bins"]} if kind == "reliability" else {}
+        return me.curve(source, kind, **extra, **options)  # type: ignore[arg-type]
+
+    def sizes(self) -> pl.DataFrame:
+        """Samples and their weight per segment (every row of a sample has its weight)."""
+        keys = self.by
+        sample = pl.col(self.columns.sample)
+        weight = pl.col(self.weight).first() if self.weight else pl.lit(1.0)
+        per_sample = self.polars().group_by([*keys, sample]).agg(weight.cast(pl.Float64)
+                                                                .alias("weight"))
+        return per_sample.group_by(keys).agg(samples=pl.len(), weight=pl.col("weight").sum()) \
+            .collect(engine="streaming")
+
+    def describe(self, sizes: pl.DataFrame) -> dict[str, Any]:
+        overall = sizes.filter(pl.col(SEGMENTATION) == OVERALL)
+        return {"source": self.source.key, "paths": list(self.source.paths),
+                "models": sorted(overall[MODEL].to_list()),
+                "samples": int(overall["samples"].sum()),
+                "weight": float(overall["weight"].sum())}
+
+
+def _task(prepared: list[_Prepared], job: Job) -> str:
+    tasks = {p.source.key: p.task() for p in prepared}
+    if len(set(tasks.values())) > 1:
+        raise JobError(f"task: the sources look like different tasks ({tasks}); set task = "
+                       "... in the job")
+    return next(iter(tasks.values()))
+
+
+def _averages(job: Job, metrics: list[str]) -> list[str]:
+    """The job's averages, plus per-label rows where every metric has them."""
+    averages = list(job.average)
+    if all("none" in m.averages(t) or not m.averages(t)
+           for m in (METRICS[n] for n in metrics) for t in m.families):
+        averages.insert(0, "none")
+    return list(dict.fromkeys(averages)) or ["none"]
+
+
+def _named(frame: pl.DataFrame, job: Job) -> pl.DataFrame:
+    """Add ``segment``: ``overall`` or ``col=value, col=value`` for the segmentation's columns."""
+    text = pl.lit(OVERALL)
+    for seg in job.segmentations[1:]:
+        parts = [pl.concat_str(pl.lit(f"{c}="), pl.col(c).cast(pl.String).fill_null("null"))
+                 for c in seg.columns]
+        text = pl.when(pl.col(SEGMENTATION) == seg.name).then(
+            pl.concat_str(parts, separator=", ")).otherwise(text)
+    rest = [c for c in frame.columns if c not in (MODEL, SEGMENTATION)]
+    return frame.with_columns(text.alias(SEGMENT)).select(MODEL, SEGMENTATION, SEGMENT, *rest)
+
+
+def _sorted(frame: pl.DataFrame, job: Job, order: dict[str, int]) -> pl.DataFrame:
+    """Rows in the job's order of segmentations, then by every other column (nulls first)."""
+    rank = pl.col(SEGMENTATION).replace_strict(order, return_dtype=pl.Int32)
+    rest = [c for c in frame.columns if c not in (MODEL, SEGMENTATION)
+            and frame.schema[c] != pl.Null]
+    descending = [c == "threshold" for c in rest]
+    return frame.sort([MODEL, rank, *rest], descending=[False, False, *descending],
+                      nulls_last=False, maintain_order=True)
+
+
+def _judged(sizes: pl.DataFrame, job: Job) -> pl.DataFrame:
+    return sizes.with_columns(judged=(pl.col("samples") >= job.min_samples)
+                              & (pl.col("weight") >= job.min_weight))
+
+
+METRIC_KEYS = (SEGMENTATION, SEGMENT, "metric", "average", "label", "predicted")
+
+
+def _with_baseline(metrics: pl.DataFrame, job: Job) -> pl.DataFrame:
+    """Add ``baseline`` (the baseline's value on the same row) and ``delta`` (value - it)."""
+    base = job.baseline
+    if base is None:
+        return metrics.with_columns(baseline=pl.lit(None, pl.Float64),
+                                    delta=pl.lit(None, pl.Float64))
+    if base.path is not None:
+        reference = pl.read_parquet(base.path / "metrics.parquet")
+        if base.model is not None:
+            if base.model not in reference[MODEL].unique().to_list():
+                raise JobError(f"baseline.model: {base.model!r} is not a model of the run in "
+                               f"{base.path}; its models are "
+                               f"{sorted(reference[MODEL].unique().to_list())}")
+            reference = reference.filter(pl.col(MODEL) == base.model)
+    else:
+        if base.model not in metrics[MODEL].unique().to_list():
+            raise JobError(f"baseline.model: {base.model!r} is not one of the job's models "
+                           f"{sorted(metrics[MODEL].unique().to_list())}")
+        reference = metrics.filter(pl.col(MODEL) == base.model)
+    keys = [k for k in METRIC_KEYS if k in metrics.columns and k in reference.columns]
+    if base.model is None:
+        keys.insert(0, MODEL)
+    reference = reference.select(*keys, baseline=pl.col("value")).with_columns(
+        pl.col(c).cast(metrics.schema[c]) for c in keys)
+    joined = metrics.join(reference, on=keys, how="left", nulls_equal=True,
+                          maintain_order="left")
+    if base.path is None:  # the baseline model is not compared with itself
+        joined = joined.with_columns(pl.when(pl.col(MODEL) != base.model)
+                                     .then(pl.col("baseline")).alias("baseline"))
+    return joined.with_columns(delta=pl.col("value") - pl.col("baseline"))
+
+
+def rule_rows(metrics: pl.DataFrame, rule: Rule, job: Job) -> pl.DataFrame:
+    """The rows a rule judges: its metric at its average (default: the job's first average the
+    metric has, else per label, else the segment's one value)."""
+    rows = metrics.filter(pl.col("metric") == rule.metric)
+    if "predicted" in rows.columns:
+        rows = rows.filter(pl.col("predicted").is_null())
+    if rule.label is not None:
+        rows = rows.filter(pl.col("label").cast(pl.String) == rule.label)
+        if rows.is_empty():
+            raise JobError(f"{rule.key}.label: no label {rule.label!r} in the results of "
+                           f"{rule.metric}")
+    average = rule.average
+    if average is None:
+        have = set(rows["average"].drop_nulls().to_list())
+        average = next((a for a in job.average if a in have), None)
+        if average is None:
+            average = "none" if rows["label"].drop_nulls().len() else None
+    if average == "none":
+        return rows.filter(pl.col("average").is_null() & pl.col("label").is_not_null())
+    if average is None:
+        return rows.filter(pl.col("average").is_null() & pl.col("label").is_null())
+    picked = rows.filter(pl.col("average") == average)
+    if picked.is_empty():
+        raise JobError(f"{rule.key}.average: the job computes no {average!r} average of "
+                       f"{rule.metric} (its averages: {job.average or ['none']})")
+    return picked
+
+
+def _alerts(metrics: pl.DataFrame, sizes: pl.DataFrame, job: Job,
+            order: dict[str, int]) -> pl.DataFrame:
+    keys = [MODEL, SEGMENTATION, SEGMENT]
+    judged = sizes.select(*keys, "samples", "weight", "judged")
+    frames = []
+    for index, rule in enumerate(job.rules):
+        rows = rule_rows(metrics, rule, job).join(judged, on=keys, how="left")
+        value, base = pl.col("value"), pl.col("baseline")
+        fires = {"below": value < rule.value, "above": value > rule.value,
+                 "drop": (base - value) > rule.value, "rise": (value - base) > rule.value}
+        fired = rows.filter(pl.col("judged") & fires[rule.condition].fill_null(False))
+        frames.append(fired.select(
+            rule=pl.lit(index, pl.Int32), rule_key=pl.lit(rule.key),
+            description=pl.lit(rule.describe()), model=MODEL, segmentation=SEGMENTATION,
+            segment=SEGMENT, metric="metric", average="average",
+            label=pl.col("label").cast(pl.String), value="value", baseline="baseline",
+            delta="delta", samples="samples", weight="weight"))
+    if not frames:
+        return pl.DataFrame(schema={"rule": pl.Int32, "rule_key": pl.String,
+                                    "description": pl.String, MODEL: pl.String,
+                                    SEGMENTATION: pl.String, SEGMENT: pl.String,
+                                    "metric": pl.String, "average": pl.String,
+                                    "label": pl.String, "value": pl.Float64,
+                                    "baseline": pl.Float64, "delta": pl.Float64,
+                                    "samples": pl.UInt32, "weight": pl.Float64})
+    rank = pl.col(SEGMENTATION).replace_strict(order, return_dtype=pl.Int32)
+    return pl.concat(frames, how="diagonal_relaxed").sort(
+        ["rule", MODEL, rank, SEGMENT, "label"], nulls_last=False, maintain_order=True)
+
+
+def wide_table(result: Result) -> pl.DataFrame:
+    """One row per model x segment, one column per metric (and average): the segment's single
+    values (averages, whole-segment metrics; binary: its one label), with sizes."""
+    rows = summary_rows(result)
+    if rows.is_empty():
+        return result.sizes
+    wide = rows.pivot(on="column", index=[MODEL, SEGMENTATION, SEGMENT], values="value",
+                      sort_columns=False)
+    ordered = list(dict.fromkeys(rows["column"].to_list()))
+    out = result.sizes.join(wide, on=[MODEL, SEGMENTATION, SEGMENT], how="left",
+                            maintain_order="left")
+    return out.select(*result.keys, "samples", "weight", "judged", *ordered)
+
+
+def summary_rows(result: Result) -> pl.DataFrame:
+    """The rows of the wide table, tidy: ``model, segmentation, segment, column, metric,
+    average, value, baseline, delta``; ``column`` names the wide table's column."""
+    m = result.metrics
+    if "predicted" in m.columns:
+        m = m.filter(pl.col("predicted").is_null())
+    whole = pl.col("label").is_null()
+    if result.task in ("binary", "regression"):  # one label: its own rows are the summary
+        labels = m["label"].drop_nulls().unique()
+        if labels.len() == 1:
+            whole = whole | pl.col("average").is_null()
+    m = m.filter(whole)
+    pairs = m.select("metric", "average").unique(maintain_order=True)
+    counts = pairs.group_by("metric").len()
+    many = set(counts.filter(pl.col("len") > 1)["metric"].to_list())
+    order = {name: i for i, name in enumerate(dict.fromkeys([*result.job.metrics, *METRICS]))}
+    averages = {a: i for i, a in enumerate([None, *result.job.average])}
+    m = m.with_columns(column=pl.when(pl.col("metric").is_in(list(many)) &
+                                      pl.col("average").is_not_null())
+                       .then(pl.concat_str("metric", pl.lit("_"), "average"))
+                       .otherwise(pl.col("metric")),
+                       _order=pl.col("metric").replace_strict(order, return_dtype=pl.Int32),
+                       _avg=pl.col("average").replace_strict(averages, default=99,
+                                                             return_dtype=pl.Int32))
+    return m.sort("_order", "_avg", maintain_order=True).select(
+        MODEL, SEGMENTATION, SEGMENT, "column", "metric", "average", "value", "baseline",
+        "delta")
+
+
+def rank_column(result: Result) -> tuple[str, str]:
+    """The wide column that orders segments, and its metric."""
+    rows = summary_rows(result)
+    metric = result.job.rank_by or next(
+        (m for m in result.job.metrics if m in rows["metric"].to_list()
+         and m not in NEUTRAL), rows["metric"][0] if rows.height else result.job.metrics[0])
+    columns = rows.filter(pl.col("metric") == metric)["column"].unique(maintain_order=True)
+    if columns.is_empty():
+        raise JobError(f"report.rank_by: {metric!r} has no single value per segment to rank by")
+    return columns[0], metric
+
+
+def ordering(metric: str) -> Callable[[pl.Expr], pl.Expr]:
+    """An expression that is larger where ``metric`` is better."""
+    return (lambda e: -e) if metric in LOWER_IS_BETTER else (lambda e: e)

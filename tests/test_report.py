@@ -1,0 +1,456 @@
+"""Reporting jobs: the example job's tables equal ``mleval_sql.evaluate``; baselines and alert
+rules fire on one side of each rule and not on the other; bad jobs get one clear line; outputs
+are atomic and deterministic; the page renders in a real headless browser without network."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+import mleval_sql as me
+from mleval_sql.cli import main
+from mleval_sql.reporting import Job, JobError
+from mleval_sql.reporting.run import Progress, run
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "report.toml"
+LAKE = ROOT / "fixtures" / "lake"
+SEEDS = ROOT / "fixtures" / "seeds"
+CHROMIUM = Path("/usr/bin/chromium")
+SEGMENTATIONS = {"overall": [], "region": ["region"], "date": ["date"],
+                 "region x date": ["region", "date"]}
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory: pytest.TempPathFactory) -> me.reporting.Outcome:
+    return me.report(EXAMPLE, tmp_path_factory.mktemp("report"), progress=False)
+
+
+def _close(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-14)
+
+
+def test_every_number_of_the_tables_is_evaluates(example):
+    job = Job.load(EXAMPLE)
+    tidy = pl.read_parquet(example.output / "metrics.parquet")
+    assert tidy.columns[:5] == ["model", "segmentation", "segment", "region", "date"]
+    checked = 0
+    for name, by in SEGMENTATIONS.items():
+        expected = me.evaluate(LAKE, [*job.metrics, "roc_auc", "average_precision"],
+                               by=["model", *by], average=["none", "macro"], task="multilabel")
+        got = tidy.filter(pl.col("segmentation") == name)
+        keys = ["model", *by, "metric", "average", "label"]
+        joined = expected.join(got.select(*keys, got_value="value"), on=keys, how="full",
+                               nulls_equal=True)
+        assert joined.height == expected.height == got.height, name
+        for want, have in joined.select("value", "got_value").iter_rows():
+            assert _close(want, have), (name, want, have)
+            checked += 1
+        others = [c for c in ("region", "date") if c not in by]
+        assert all(got[c].null_count() == got.height for c in others)
+    assert checked == tidy.height
+    # the baseline is model a of the same run: b's delta is b - a on every row
+    a = tidy.filter(pl.col("model") == "a")
+    b = tidy.filter(pl.col("model") == "b")
+    assert a["baseline"].null_count() == a.height
+    assert all(_close(x, y) for x, y in zip(b["baseline"], a["value"], strict=True))
+    assert all(_close(d, v - w) for d, v, w in zip(b["delta"], b["value"], a["value"],
+                                                    strict=True))
+    assert pl.read_csv(example.output / "metrics.csv").height == tidy.height
+
+
+def test_wide_table_and_sizes(example):
+    tidy = pl.read_parquet(example.output / "metrics.parquet")
+    wide = pl.read_parquet(example.output / "wide.parquet")
+    assert wide.height == 2 * (1 + 3 + 2 + 6)  # models x (overall + regions + dates + crossed)
+    assert {"roc_auc", "f1", "subset_accuracy", "brier_score"} <= set(wide.columns)
+    for row in wide.iter_rows(named=True):
+        for metric in ("roc_auc", "f1", "brier_score", "subset_accuracy"):
+            average = None if metric == "subset_accuracy" else "macro"
+            (value,) = tidy.filter(
+                (pl.col("model") == row["model"]) & (pl.col("segment") == row["segment"])
+                & (pl.col("metric") == metric) & pl.col("label").is_null()
+                & (pl.col("average").eq_missing(average)))["value"]
+            assert _close(row[metric], value)
+    data = pl.read_parquet(LAKE / "**" / "*.parquet", hive_partitioning=True)
+    samples = data.group_by("model", "region").agg(pl.col("sample").n_unique(),
+                                                   pl.col("weight").sum() / 4)
+    for model, region, n, weight in samples.iter_rows():
+        (row,) = wide.filter((pl.col("model") == model)
+                             & (pl.col("segment") == f"region={region}")).to_dicts()
+        assert (row["samples"], row["weight"]) == (n, weight)
+    assert pl.read_csv(example.output / "wide.csv").height == wide.height
+
+
+def test_curve_tables_are_curves(example):
+    roc = pl.read_parquet(example.output / "curve_roc.parquet")
+    overall = roc.filter(pl.col("segmentation") == "overall").drop(
+        "segmentation", "segment", "region", "date")
+    expected = me.curve(LAKE, "roc", by="model")
+    assert overall.columns == expected.columns
+    assert overall.equals(expected)
+    sweep = pl.read_parquet(example.output / "curve_sweep.parquet")
+    assert sweep["threshold"].n_unique() == 21
+    point = sweep.filter((pl.col("model") == "b") & (pl.col("segment") == "region=eu")
+                         & (pl.col("label") == "cat") & (pl.col("threshold") == 0.5))
+    value = me.evaluate(LAKE, "f1", by=["model", "region"], average="none",
+                        thresholds=[0.5]).filter(
+        (pl.col("model") == "b") & (pl.col("region") == "eu") & (pl.col("label") == "cat"))
+    assert _close(point["f1"].item(), value["value"].item())
+    for kind in ("pr", "reliability"):
+        assert pl.read_parquet(example.output / f"curve_{kind}.parquet").height > 0
+
+
+def test_summary_and_alerts(example):
+    summary = json.loads((example.output / "summary.json").read_text())
+    assert summary["task"] == "multilabel" and summary["models"] == ["a", "b"]
+    assert summary["ok"] is False and summary["alerts"] == example.alerts
+    fired = {(a["rule_key"], a["model"]) for a in summary["alerts"]}
+    assert fired == {("alerts.rules[0]", "a")}  # model a's macro AUC is below 0.75
+    wide = pl.read_parquet(example.output / "wide.parquet")
+    low = wide.filter((pl.col("model") == "a") & (pl.col("roc_auc") < 0.75)
+                      & (pl.col("samples") >= 30))
+    assert sorted(a["segment"] for a in summary["alerts"]) == sorted(low["segment"])
+    assert summary["inputs"][0]["samples"] == 600
+
+
+def test_readme_shows_the_example_job():
+    import re
+
+    from mleval_sql.reporting.job import toml
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "mleval report examples/report.toml --output report/" in readme
+    assert "(docs/report.png)" in readme and (ROOT / "docs" / "report.png").is_file()
+    (block,) = re.findall(r"```toml\n(.*?)```", readme, flags=re.S)
+    shown = Job.from_dict(toml().loads(block), base=EXAMPLE.parent)
+    example = Job.load(EXAMPLE)
+    for key in ("metrics", "segmentations", "average", "curves", "task", "baseline"):
+        assert getattr(shown, key) == getattr(example, key), key
+    assert [(s.paths, s.model_column) for s in shown.sources] == \
+        [(s.paths, s.model_column) for s in example.sources]
+
+
+# -- baselines and rules, on both sides of each --------------------------------------------
+
+def _job(**changes: Any) -> dict[str, Any]:
+    job: dict[str, Any] = {
+        "sources": [{"path": str(LAKE), "model_column": "model"}],
+        "segments": ["region"], "metrics": ["roc_auc", "f1"], "average": ["macro"],
+        "curves": {"kinds": []}, "task": "multilabel",
+    }
+    job.update(changes)
+    return job
+
+
+def _run(job: dict[str, Any]):
+    return run(Job.from_dict(job), Progress(1, show=False))
+
+
+def _value(metrics: pl.DataFrame, model: str, segment: str, metric: str, column: str = "value",
+           average: str = "macro") -> float:
+    return metrics.filter((pl.col("model") == model) & (pl.col("segment") == segment)
+                          & (pl.col("metric") == metric)
+                          & (pl.col("average") == average))[column].item()
+
+
+@pytest.fixture(scope="module")
+def plain():
+    return _run(_job())
+
+
+def test_both_engines_give_the_same_tables(plain):
+    polars = _run(_job(engine="polars"))
+    keys = ["model", "segment", "metric", "average", "label"]
+    joined = plain.metrics.join(polars.metrics.select(*keys, other="value"), on=keys,
+                                how="full", nulls_equal=True)
+    assert joined.height == plain.metrics.height == polars.metrics.height
+    assert all(_close(a, b) for a, b in joined.select("value", "other").iter_rows())
+    assert plain.sizes.equals(polars.sizes)
+
+
+@pytest.mark.parametrize("condition", ["below", "above"])
+def test_absolute_rules_fire_on_one_side_only(plain, condition):
+    value = _value(plain.metrics, "b", "region=eu", "roc_auc")
+    eps = 1e-9
+    sign = 1 if condition == "below" else -1
+    for limit, fires in ((value + sign * eps, True), (value - sign * eps, False)):
+        rule = {"metric": "roc_auc", "average": "macro", condition: limit}
+        alerts = _run(_job(alerts={"rules": [rule]})).alerts
+        hit = alerts.filter((pl.col("model") == "b") & (pl.col("segment") == "region=eu"))
+        assert hit.height == int(fires), (condition, limit, value)
+        assert all((v < limit) if condition == "below" else (v > limit)
+                   for v in alerts["value"])
+
+
+def test_baseline_from_an_earlier_run_drop_and_rise(tmp_path, plain):
+    earlier = tmp_path / "earlier"
+    me.report(_job(), earlier, progress=False)
+    # today: model b lost its predictions' edge on 'eu' (scores shuffled towards 0.5)
+    data = pl.read_parquet(LAKE / "**" / "*.parquet", hive_partitioning=True)
+    worse = data.with_columns(score=pl.when((pl.col("model") == "b") & (pl.col("region") == "eu"))
+                              .then(0.5 + (pl.col("score") - 0.5) * 0.2 + 0.05 * (
+                                  pl.col("sample").hash(7) % 7 / 7 - 0.5))
+                              .otherwise(pl.col("score")))
+    today = tmp_path / "today.parquet"
+    worse.write_parquet(today)
+    base = {"path": str(earlier)}
+    result = _run(_job(sources=[{"path": str(today), "model_column": "model"}],
+                       baseline=base))
+    before = _value(plain.metrics, "b", "region=eu", "roc_auc")
+    after = _value(result.metrics, "b", "region=eu", "roc_auc")
+    delta = _value(result.metrics, "b", "region=eu", "roc_auc", "delta")
+    assert _close(_value(result.metrics, "b", "region=eu", "roc_auc", "baseline"), before)
+    assert _close(delta, after - before) and delta < -0.01
+    for rule, fires in (({"drop": -delta - 1e-9}, True), ({"drop": -delta + 1e-9}, False),
+                        ({"rise": 0.0}, False), ({"rise": -1.0}, True)):
+        alerts = _run(_job(sources=[{"path": str(today), "model_column": "model"}],
+                           baseline=base, alerts={"rules": [{"metric": "roc_auc",
+                                                             **rule}]})).alerts
+        hit = alerts.filter((pl.col("model") == "b") & (pl.col("segment") == "region=eu"))
+        assert hit.height == int(fires), rule
+        if fires and "drop" in rule:
+            assert alerts.height == 1  # nothing else moved
+    # the other segments are unchanged: their delta is 0
+    same = _value(result.metrics, "a", "region=us", "f1", "delta")
+    assert same == 0.0
+
+
+def test_baseline_model_of_the_run(plain):
+    result = _run(_job(baseline={"model": "a"}))
+    for segment in ("overall", "region=asia"):
+        a = _value(result.metrics, "a", segment, "f1")
+        b = _value(result.metrics, "b", segment, "f1")
+        assert _close(_value(result.metrics, "b", segment, "f1", "delta"), b - a)
+        assert _value(result.metrics, "a", segment, "f1", "delta") is None
+
+
+def test_small_segments_are_shown_but_never_alert(plain):
+    sizes = plain.sizes.filter((pl.col("model") == "a") & (pl.col("segment") == "region=us"))
+    n, weight = sizes["samples"].item(), sizes["weight"].item()
+    rule = {"metric": "f1", "above": -1.0}  # fires wherever judged
+    for limits, judged in (({"min_samples": n}, True), ({"min_samples": n + 1}, False),
+                           ({"min_weight": weight}, True), ({"min_weight": weight + 0.5}, False)):
+        result = _run(_job(alerts={"rules": [rule], **limits}))
+        hit = result.alerts.filter((pl.col("model") == "a") & (pl.col("segment") == "region=us"))
+        assert hit.height == int(judged), limits
+        shown = result.sizes.filter((pl.col("model") == "a")
+                                    & (pl.col("segment") == "region=us"))
+        assert shown["judged"].item() is judged
+
+
+def test_per_label_rules(plain):
+    value = plain.metrics.filter((pl.col("model") == "a") & (pl.col("segment") == "overall")
+                                 & (pl.col("metric") == "f1") & (pl.col("label") == "dog"))
+    v = value["value"].item()
+    rule = {"metric": "f1", "average": "none", "label": "dog", "below": v + 1e-9}
+    alerts = _run(_job(alerts={"rules": [rule]})).alerts
+    assert ("a", "overall", "dog") in alerts.select("model", "segment", "label").rows()
+    assert set(alerts["label"]) == {"dog"}
+
+
+# -- the command, errors, atomic and deterministic outputs ---------------------------------
+
+def _write_job(folder: Path, text: str) -> Path:
+    path = folder / "job.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+SMALL = f"""
+title = "small"
+task = "multilabel"
+segments = ["region"]
+metrics = ["roc_auc", "f1"]
+average = ["macro"]
+[[sources]]
+path = "{LAKE}"
+model_column = "model"
+[curves]
+kinds = []
+"""
+WITH_ROC = SMALL.replace("kinds = []", 'kinds = ["roc"]')
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    ('["roc_auc", "f1"]', "['roc_aucc']",
+     "metrics[0]: unknown metric 'roc_aucc'; did you mean 'roc_auc'?"),
+    ("", "[[sources]]\npath = 'nowhere/lake'", "sources[1].path: no such file or folder"),
+    ("", "[[alerts.rules]]\nmetric = 'mcc'\nbelow = 0.5",
+     "alerts.rules[0].metric: the job does not compute 'mcc'"),
+    ("", "[[alerts.rules]]\nmetric = 'f1'\ndrop = 0.5",
+     "alerts.rules[0].drop: compares with a baseline, but the job names none"),
+    ("", "[[alerts.rules]]\nmetric = 'f1'", "alerts.rules[0]: expected exactly one of below"),
+    ("segments =", "segmnts =",
+     "segmnts: unknown key in the job's top level; did you mean 'segments'?"),
+    ("", "[baseline]\npath = 'nowhere'", "baseline.path: "),
+    ("", "[report]\nrank_by = 'mcc'", "report.rank_by: 'mcc' is not one of the job's metrics"),
+    ("", "[[alerts.rules]]\nmetric = 'f1'\naverage = 'weighted'\nbelow = 1",
+     "alerts.rules[0].average: the job computes no 'weighted' average of f1"),
+    ('task = "multilabel"', 'task = "multilabels"', "task: expected one of"),
+    ("kinds = []", 'kinds = ["lift"]', "curves.kinds[0]: expected one of"),
+])
+def test_bad_jobs_get_one_line_naming_the_key(tmp_path, capsys, old, new, message):
+    text = SMALL.replace(old, new) if old else SMALL + "\n" + new + "\n"
+    job = _write_job(tmp_path, text)
+    assert main(["report", str(job), "--output", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("mleval: error: "), err
+    assert message in err, err
+    assert not (tmp_path / "out" / "report.html").exists()
+
+
+def test_segment_column_missing(tmp_path, capsys):
+    job = _write_job(tmp_path, SMALL.replace('["region"]', '["regoin"]'))
+    assert main(["report", str(job), "-o", str(tmp_path / "out")]) == 2
+    assert "segments: sources[0] has no column 'regoin'" in capsys.readouterr().err
+
+
+def test_stages_show_on_a_terminal_only(tmp_path, capsys):
+    job = _write_job(tmp_path, SMALL)
+    me.report(job, tmp_path / "quiet")  # stderr is not a terminal under pytest
+    assert capsys.readouterr().err == ""
+    me.report(job, tmp_path / "loud", progress=True)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "mleval report: [1/7] checking the sources"
+    assert lines[1] == "mleval report: [2/7] sources[0]: metrics"
+    assert lines[-1] == "mleval report: [7/7] done"
+
+
+def test_fail_on_alert_sets_the_exit_status(tmp_path, capsys):
+    rule = "[[alerts.rules]]\nmetric = 'roc_auc'\nbelow = 0.99\n"
+    job = _write_job(tmp_path, SMALL + rule)
+    out = tmp_path / "out"
+    assert main(["report", str(job), "-o", str(out)]) == 0
+    assert main(["report", str(job), "-o", str(out), "--fail-on-alert"]) == 1
+    calm = _write_job(tmp_path, SMALL + rule.replace("0.99", "0.01"))
+    assert main(["report", str(calm), "-o", str(out), "--fail-on-alert"]) == 0
+    assert json.loads((out / "summary.json").read_text())["ok"] is True
+    assert "0 alerts (ok)" in capsys.readouterr().err
+
+
+def _without_timings(path: Path) -> str:
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".json":
+        data = json.loads(text)
+        data.pop("seconds")
+        return json.dumps(data)
+    start = text.index('<dl id="run-time">')
+    return text[:start] + text[text.index("</dl>", start):]
+
+
+def test_same_inputs_same_files(tmp_path):
+    job = _write_job(tmp_path, WITH_ROC)
+    one, two = tmp_path / "one", tmp_path / "two"
+    me.report(job, one, progress=False)
+    me.report(job, two, progress=False)
+    names = sorted(p.name for p in one.iterdir())
+    assert names == sorted(p.name for p in two.iterdir())
+    assert "report.html" in names and "curve_roc.parquet" in names
+    for name in names:
+        if name in ("report.html", "summary.json"):
+            assert _without_timings(one / name) == _without_timings(two / name), name
+        else:
+            assert (one / name).read_bytes() == (two / name).read_bytes(), name
+    page = (one / "report.html").read_text()
+    assert "<dc:date>" not in page and "Date" not in page
+
+
+def test_a_failed_run_leaves_the_last_good_report(tmp_path, monkeypatch):
+    job = _write_job(tmp_path, SMALL)
+    out = tmp_path / "out"
+    me.report(job, out, progress=False)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def broken(*args: Any, **kwargs: Any) -> str:
+        raise RuntimeError("the chart broke")
+
+    monkeypatch.setattr("mleval_sql.reporting.html.charts.segment_dots", broken)
+    with pytest.raises(RuntimeError):
+        me.report(job, out, progress=False)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no temporary left
+
+
+def test_missing_extra_is_named(monkeypatch, tmp_path):
+    import builtins
+
+    real = builtins.__import__
+
+    def no_jinja(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "jinja2":
+            raise ImportError("No module named 'jinja2'")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_jinja)
+    with pytest.raises(JobError, match=r"pip install 'mleval_sql\[report\]'"):
+        me.report(_write_job(tmp_path, SMALL), tmp_path / "out", progress=False)
+
+
+def test_multiclass_report_has_a_confusion_heat_map(tmp_path):
+    data = pl.read_csv(SEEDS / "001_multiclass.csv")
+    path = tmp_path / "mc.parquet"
+    data.write_parquet(path)
+    job = {"sources": [{"path": str(path), "model": "m"}], "metrics": ["accuracy", "f1"],
+           "average": ["macro"], "task": "multiclass", "curves": {"kinds": ["roc", "sweep"]}}
+    outcome = me.report(job, tmp_path / "out", progress=False)
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert 'id="confusion"' in page and 'id="sweep"' not in page
+    tidy = pl.read_parquet(tmp_path / "out" / "metrics.parquet")
+    matrix = tidy.filter(pl.col("metric") == "confusion_matrix")
+    expected = me.evaluate(data, "confusion_matrix", task="multiclass")
+    assert matrix["value"].to_list() == expected["value"].to_list()
+    accuracy = tidy.filter(pl.col("metric") == "accuracy")["value"].item()
+    assert _close(accuracy, 7 / 13) and outcome.alerts == []
+
+
+# -- the page in a real browser ------------------------------------------------------------
+
+def test_report_renders_offline_in_chromium(example, tmp_path):
+    if not CHROMIUM.exists():
+        pytest.fail("this test needs Debian's chromium: run `bash .ci/system-packages`")
+    from playwright.sync_api import sync_playwright
+
+    page_file = example.output / "report.html"
+    requests: list[str] = []
+    errors: list[str] = []
+    profile = Path(tempfile.mkdtemp(dir=tmp_path))
+    with sync_playwright() as p:
+        browser = p.chromium.launch_persistent_context(
+            profile, executable_path=str(CHROMIUM), headless=True, chromium_sandbox=False,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"],
+            viewport={"width": 1280, "height": 1800})
+        try:
+            page = browser.new_page()
+            page.on("request", lambda r: requests.append(r.url))
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(page_file.as_uri(), wait_until="load")
+            charts = page.evaluate("""() => [...document.querySelectorAll('figure svg')].map(
+                s => { const r = s.getBoundingClientRect();
+                       return [r.width, r.height, s.querySelectorAll('path').length]; })""")
+            tables = page.evaluate("""() => [...document.querySelectorAll('table')].map(
+                t => [t.closest('section').id, t.rows.length, t.getBoundingClientRect().width])""")
+            shot = tmp_path / "report.png"
+            page.screenshot(path=str(shot), full_page=True)
+        finally:
+            browser.close()
+    assert requests == [page_file.as_uri()]  # the page itself, nothing else
+    assert errors == []
+    assert len(charts) == 5  # by segment, roc, pr, sweep, reliability
+    assert all(w > 300 and h > 200 and paths > 10 for w, h, paths in charts), charts
+    sections = {section: rows for section, rows, width in tables if width > 0}
+    assert sections["overview"] == 1 + 24 and sections["alerts"] > 1
+    assert sections["weakest"] > 1 and sections["run"] >= 2
+    png = shot.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 100_000
+    shutil.copy(shot, tmp_path / "kept.png")
