@@ -18,7 +18,7 @@ from __future__ import annotations
 import fnmatch
 import glob
 import os
-import tempfile
+import secrets
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -69,16 +69,16 @@ def atomic_output(target: str | os.PathLike[str]) -> Iterator[Path]:
     """A temporary path in ``target``'s folder to write to; renamed to ``target`` on success,
     removed on any exception (KeyboardInterrupt included)."""
     target = Path(target)
-    # a dot name: lake readers skip it, as they skip any hidden file
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
-    os.close(fd)
-    part = Path(name)
+    # a dot name: lake readers skip it, as they skip any hidden file. The name is chosen before
+    # the file is made, so that a signal arriving just after it is made still finds it to remove
+    part = target.parent / f".{target.name}.{secrets.token_hex(8)}.part"
+    made = False
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(part, 0o666 & ~umask)  # mkstemp's 0600 would make outputs private
+        os.close(os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))  # umask applies
+        made = True
         yield part
         os.replace(part, target)
-    except BaseException:
-        part.unlink(missing_ok=True)
+    except BaseException as error:
+        if made or not isinstance(error, FileExistsError):  # never another run's file
+            part.unlink(missing_ok=True)
         raise
