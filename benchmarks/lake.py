@@ -19,7 +19,13 @@ that every engine's numbers equal scikit-learn's. Steps:
 - ``sklearn``: the same numbers per group after loading the columns with pyarrow;
 - ``checks-<engine>``: only the input checks every request starts with (a sample's rows span
   its labels, so they group by sample: the part of each request a plain scan does not pay for);
-- ``scan``: count and sum of score per (segment, label) with DuckDB, which no evaluation beats.
+- ``scan``: count and sum of score per (segment, label) with DuckDB, which no evaluation beats;
+- ``many-<engine>`` / ``few-<engine>`` (not run by default): F1 and ROC AUC of a binary table of
+  ``--samples`` rows, each row its own segment / the same rows in 8 segments: the cost of a
+  segment, which should not be the unit of cost::
+
+    python benchmarks/lake.py --samples 1_000_000 \\
+        --steps many-duckdb,few-duckdb,many-polars,few-polars
 
 With ``--store URL`` the lake is also uploaded under URL (``s3://``, ``gs://``, ``az://``: the
 cloud's standard environment variables say where and as whom), and every mleval step runs a
@@ -65,6 +71,7 @@ CLUSTER_METRICS = ["adjusted_rand", "rand", "mutual_info", "normalized_mutual_in
                    "adjusted_mutual_info", "homogeneity", "completeness", "v_measure",
                    "fowlkes_mallows"]
 CLUSTER_STEPS = ("cluster-duckdb", "cluster-polars", "cluster-sklearn", "cluster-scan")
+CARDINALITY = ("many-duckdb", "many-polars", "few-duckdb", "few-polars")
 
 
 # -- the lake ----------------------------------------------------------------------------------
@@ -127,6 +134,20 @@ def make_cluster_lake(folder: Path, samples: int, seed: int = 0) -> Path:
                            out / f"part-{start // per_file:05d}.parquet")
     done.touch()
     return folder
+def make_segments_table(folder: Path, rows: int, seed: int = 0) -> Path:
+    """``folder/segments-<rows>.parquet``: a binary table of ``rows`` rows, with segment columns
+    ``one`` (each row its own segment) and ``few`` (8 segments)."""
+    path = folder / f"segments-{rows}.parquet"
+    if path.exists():
+        return path
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    sample = np.arange(rows, dtype=np.int64)
+    pq.write_table(pa.table({
+        "sample": sample, "label": pa.array(["y"] * rows), "score": rng.random(rows),
+        "truth": rng.random(rows) < 0.3, "one": sample, "few": sample % SEGMENTS,
+    }), path)
+    return path
 
 
 # -- the steps, each run in a child process ------------------------------------------------------
@@ -206,6 +227,10 @@ def run_step(step: str, lake: Path | str, memory_limit: str | None) -> dict:
         frame = me.evaluate(str(lake), CLUSTER_METRICS, by="segment", task="clustering",
                             engine=engine, memory_limit=memory_limit)
         return {_key(r): r["value"] for r in frame.iter_rows(named=True)}
+    if kind in ("many", "few"):
+        frame = me.evaluate(str(lake), ["f1", "roc_auc"], by="one" if kind == "many" else "few",
+                            task="binary", engine=engine, memory_limit=memory_limit)
+        return {"rows": frame.height}
     if kind == "checks":
         me.check(str(lake), by="segment", task="multilabel", engine=engine,
                  memory_limit=memory_limit)
@@ -304,9 +329,11 @@ def agreement(result: dict, oracle: dict) -> float:
 
 def report(rows: list[dict], samples: int) -> str:
     by_step = {r["step"]: r for r in rows}
-    lines = [f"rows: {samples * LABELS:,} ({samples:,} samples x {LABELS} labels, "
-             f"{SEGMENTS} segments); clustering: {samples:,} rows, {CLASSES} classes x "
-             f"{CLUSTERS} clusters", "",
+    lake = (f"{samples * LABELS:,} ({samples:,} samples x {LABELS} labels, {SEGMENTS} "
+            f"segments); clustering: {samples:,} rows, {CLASSES} classes x {CLUSTERS} clusters")
+    if all(r["step"] in CARDINALITY for r in rows):
+        lake = f"{samples:,} (binary; many: a segment per row, few: {SEGMENTS} segments)"
+    lines = [f"rows: {lake}", "",
              "| step | wall s | CPU s | peak RSS MiB | sklearn / step | step / scan "
              "| max rel diff |",
              "|---|---:|---:|---:|---:|---:|---:|"]
@@ -330,7 +357,8 @@ def main() -> None:
                         "--samples, e.g. 0.1,0.3,1 (default: only the full size)")
     parser.add_argument("--folder", type=Path, default=Path("/tmp/mleval-bench"))
     parser.add_argument("--steps", default=",".join(STEPS),
-                        help=f"comma-separated, of {', '.join(STEPS + CLUSTER_STEPS)}")
+                        help="comma-separated, of "
+                        f"{', '.join(STEPS + CLUSTER_STEPS + CARDINALITY)}")
     parser.add_argument("--memory-limit", default=None, help="e.g. 1GB, for both engines")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--store", help="also read the lake from object storage under this "
@@ -348,15 +376,19 @@ def main() -> None:
     for fraction in fractions:
         samples = int(args.samples * fraction)
         steps = args.steps.split(",")
-        lakes = {}
-        if set(steps) & set(STEPS):
-            lakes[False] = make_lake(args.folder / f"lake-{samples}", samples)
+        lakes: dict[str, Path] = {}
+        if set(steps) - set(CLUSTER_STEPS) - set(CARDINALITY):
+            lakes["lake"] = make_lake(args.folder / f"lake-{samples}", samples)
         if set(steps) & set(CLUSTER_STEPS):
-            lakes[True] = make_cluster_lake(args.folder / f"clusters-{samples}", samples)
-        remote = upload_lake(lakes[False], store) if store and False in lakes else None
+            lakes["cluster"] = make_cluster_lake(args.folder / f"clusters-{samples}", samples)
+        if set(steps) & set(CARDINALITY):
+            lakes["segments"] = make_segments_table(args.folder, samples)
+        remote = upload_lake(lakes["lake"], store) if store and "lake" in lakes else None
         rows = []
         for step in steps:  # each step from the store right after the same on local disk
-            rows.append(measure(step, lakes[step.startswith("cluster-")], args.memory_limit))
+            which = "cluster" if step in CLUSTER_STEPS else "segments" if step in CARDINALITY \
+                else "lake"
+            rows.append(measure(step, lakes[which], args.memory_limit))
             if remote and step in STEPS and step not in ("sklearn", "scan"):
                 rows.append(measure(step, remote, args.memory_limit, " @store"))
         oracles = {r["step"]: r["numbers"] for r in rows if r["step"].endswith("sklearn")}

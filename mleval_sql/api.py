@@ -13,17 +13,17 @@ from __future__ import annotations
 import difflib
 import logging
 import math
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+import duckdb
 import polars as pl
 
 from mleval_sql import clustering
-from mleval_sql.engines import Engine, EngineName, make_engine
+from mleval_sql.engines import Engine, EngineName, Keep, make_engine, memory_bytes
 from mleval_sql.progress import stage
 from mleval_sql.registry import (
     AVERAGE_METHODS,
@@ -47,7 +47,7 @@ from mleval_sql.schema import (
     check_probabilities,
     check_summary,
 )
-from mleval_sql.sources import as_source
+from mleval_sql.sources import Parquet, as_source
 
 LOG = logging.getLogger("mleval_sql")
 DEFAULT_METRICS = ("accuracy", "precision", "recall", "f1")
@@ -56,6 +56,8 @@ CurveKind = Literal["roc", "pr", "sweep", "reliability"]
 METRIC_PARAMS = ("beta", "k", "max_fpr", "min_recall", "min_precision", "n_bins",
                  "average_method")
 SWEEP_METRICS = ("tp", "fp", "fn", "tn", "precision", "recall")
+#: What the engines raise when they cannot read or run something.
+ENGINE_ERRORS = (duckdb.Error, pl.exceptions.PolarsError, OSError)
 
 
 @dataclass
@@ -69,6 +71,15 @@ class _Plan:
     def add(self, family: Family, metric: str, average: str | None) -> None:
         self.families[family.name] = family
         self.keep.setdefault(family.name, {}).setdefault(metric, set()).add(average)
+
+    def rows(self) -> Keep:
+        """The metrics and averages each final step is asked for."""
+        kept: dict[str, tuple[set[str], set[str]]] = {}
+        for name, wanted in self.keep.items():
+            metrics, averages = kept.setdefault(self.families[name].final, (set(), set()))
+            metrics.update(wanted)
+            averages.update("none" if a is None else a for a in set().union(*wanted.values()))
+        return {step: (sorted(m), sorted(a)) for step, (m, a) in kept.items()}
 
     def steps(self) -> list[str]:
         ordered: dict[str, None] = {}
@@ -101,7 +112,7 @@ def evaluate(
     n_bins: int = 10,
     average_method: str = "arithmetic",
     columns: Mapping[str, str | None] | None = None,
-    memory_limit: str | None = None,
+    memory_limit: str | int | None = None,
     connection: Any = None,
     wide: bool = False,
     storage_options: Mapping[str, str] | None = None,
@@ -157,7 +168,8 @@ def evaluate(
                              f"{task!r}; sweeps cover the label-wise decision metrics of binary "
                              "and multilabel tasks")
         results = runner.results(plan.steps(), params,
-                                 numeric_truth=task in ("regression", "clustering"))
+                                 numeric_truth=task in ("regression", "clustering"),
+                                 keep=plan.rows())
     tidy = _tidy(plan, results, params, by)
     return widen(tidy, by, sweep=params["thresholds"] is not None) if wide else tidy
 
@@ -169,7 +181,7 @@ def check(
     task: Task | None = None,
     engine: EngineName = "duckdb",
     columns: Mapping[str, str | None] | None = None,
-    memory_limit: str | None = None,
+    memory_limit: str | int | None = None,
     connection: Any = None,
     storage_options: Mapping[str, str] | None = None,
     as_of: int | str | datetime | None = None,
@@ -201,7 +213,7 @@ def curve(
     n_bins: int = 10,
     drop_intermediate: bool | None = None,
     columns: Mapping[str, str | None] | None = None,
-    memory_limit: str | None = None,
+    memory_limit: str | int | None = None,
     connection: Any = None,
     storage_options: Mapping[str, str] | None = None,
     as_of: int | str | datetime | None = None,
@@ -267,17 +279,24 @@ def _only_for(kind: str, **options: tuple[bool, tuple[str, ...]]) -> None:
 
 @contextmanager
 def _prepared(source: Any, *, by: list[str], task: Task | None, engine: EngineName,
-              columns: Mapping[str, str | None] | None, memory_limit: str | None,
+              columns: Mapping[str, str | None] | None, memory_limit: str | int | None,
               connection: Any, storage_options: Mapping[str, str] | None = None,
               as_of: int | str | datetime | None = None,
               ) -> Iterator[tuple[Engine, Task, Any]]:
     """An engine over the checked input, the task, and the checks that depend on the metrics
     asked (scores as probabilities; clustering: weights as counts)."""
-    _memory_limit(memory_limit)
+    if memory_limit is not None:
+        memory_bytes(memory_limit)  # checked in our words before any work
     src = as_source(source, storage_options=storage_options, as_of=as_of)
-    schema = src.schema()
     cols = Columns.from_mapping(columns)
+    used = [*cols.required().values(), cols.weight, *by]
+    if isinstance(src, Parquet):
+        src.check(used)  # before the engines read one file's schema for all
+    schema = src.schema()
     clusters = clustering.is_clustering(schema, cols, by, task, mapped=set(columns or ()))
+    if clusters and isinstance(src, Parquet):
+        src.check([cols.cluster])
+        used.append(cols.cluster)
     if not clusters:
         cols = cols.for_schema(schema)
     weight = (clustering.check_columns if clusters else check_columns)(schema, cols, by)
@@ -297,21 +316,14 @@ def _prepared(source: Any, *, by: list[str], task: Task | None, engine: EngineNa
             return
         task = check_summary(summary, cols, weight, task)
         yield runner, task, lambda metrics: check_probabilities(summary, cols, metrics)
+    except ENGINE_ERRORS as error:
+        # a corrupt page shows only when read, and the engines' errors may not name the file
+        found = src.unreadable(used) if isinstance(src, Parquet) else None
+        if found is not None:
+            raise found from error
+        raise
     finally:
         runner.close()
-
-
-_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B)\s*", re.IGNORECASE)
-
-
-def _memory_limit(limit: str | None) -> None:
-    """A size with a unit, checked here rather than left to DuckDB's parser's wording."""
-    if limit is None:
-        return
-    size = _SIZE.fullmatch(limit) if isinstance(limit, str) else None
-    if size is None or float(size.group(1)) <= 0:
-        raise InputError(f"memory_limit must be a positive size with a unit, such as 500MB, "
-                         f"2GB or 1.5GiB (KB, MB, GB, TB or KiB, MiB, GiB, TiB), got {limit!r}")
 
 
 def _names(metrics: str | Sequence[str]) -> list[str]:

@@ -17,7 +17,9 @@ Usage::
     mleval report examples/report.toml --output report/ --fail-on-alert
 
 Bad input prints one line ``mleval: error: <message>`` on stderr and exits with status 2;
-warnings raised while evaluating print as ``mleval: note: <message>``.
+warnings raised while evaluating print as ``mleval: note: <message>``. Outputs are written whole
+or not at all (``mleval_sql.outputs``); Ctrl-C (SIGINT) and SIGTERM stop a run with one line and
+status 130 / 143, after removing its temporary files and spill folder.
 """
 
 from __future__ import annotations
@@ -25,10 +27,12 @@ from __future__ import annotations
 import argparse
 import logging
 import math
+import signal
 import sys
 import textwrap
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar, get_args
 
@@ -37,6 +41,7 @@ import polars as pl
 
 import mleval_sql as me
 from mleval_sql.api import DEFAULT_METRICS, CurveKind
+from mleval_sql.outputs import atomic_output, check_output
 from mleval_sql.plot import INSTALL_HINT, PlotError, check_target, plot_curve
 from mleval_sql.registry import AVERAGE_METHODS, AVERAGES, DEFAULTS, METRICS, Metric
 from mleval_sql.reporting import add_command as add_report_command
@@ -63,6 +68,38 @@ class UsageError(Exception):
     """A bad command line, reported like any other bad input."""
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, as Ctrl-C raises KeyboardInterrupt, so that every
+    ``finally`` and context manager cleans up on the way out."""
+
+
+#: The signals that stop a run, and the exit status of each (128 + the signal's number).
+STOP_SIGNALS = {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+
+@contextmanager
+def _signals_raise() -> Iterator[list[int]]:
+    """SIGINT and SIGTERM raise KeyboardInterrupt / Terminated (once: a second signal during
+    the cleanup is ignored); yields the signals received. Does nothing off the main thread."""
+    received: list[int] = []
+
+    def stop(signum: int, _frame: object) -> None:
+        if received:
+            return
+        received.append(signum)
+        raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+
+    try:
+        previous = {s: signal.signal(s, stop) for s in STOP_SIGNALS}
+    except ValueError:  # not the main thread: leave the signals alone
+        previous = {}
+    try:
+        yield received
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
 class _Parser(argparse.ArgumentParser):
     # argparse prints the usage and exits on its own; report one line through main() instead
     def error(self, message: str) -> NoReturn:
@@ -76,21 +113,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     log = logging.getLogger("mleval_sql")
     log.addHandler(notes)
     log.setLevel(logging.INFO)
-    try:
-        args = parser.parse_args(argv)
-        code = int(args.run(args))
-        notes.flush_notes()
-        return code
-    except (UsageError, me.InputError, PlotError, OSError) as error:
-        return _error(str(error))
-    except (pl.exceptions.PolarsError, duckdb.Error) as error:
-        # the engines' own complaints are about the files in practice: unreadable, unmatched
-        # globs, schemas that differ between files
-        return _error(str(error))
-    except KeyboardInterrupt:
-        return 130
-    finally:
-        log.removeHandler(notes)
+    with _signals_raise() as received:
+        try:
+            args = parser.parse_args(argv)
+            code = int(args.run(args))
+            notes.flush_notes()
+            return code
+        except KeyboardInterrupt:
+            return _stopped(received[0] if received else signal.SIGINT)
+        except Exception as error:
+            if received:  # an engine turned the signal into an error of its own
+                return _stopped(received[0])
+            if isinstance(error, (UsageError, me.InputError, PlotError, OSError,
+                                  pl.exceptions.PolarsError, duckdb.Error)):
+                # the engines' own complaints are about the input or the machine in practice
+                return _error(str(error))
+            raise
+        finally:
+            log.removeHandler(notes)
 
 
 class _Notes(logging.Handler):
@@ -268,6 +308,7 @@ def _floats(text: str) -> list[float]:
 
 def run_evaluate(args: argparse.Namespace) -> int:
     fmt = output_format(args.format, args.output)
+    _check_outputs(args, args.output)
     emit(evaluate(args), fmt, args.output)
     return 0
 
@@ -284,6 +325,7 @@ def run_curve(args: argparse.Namespace) -> int:
         raise UsageError("--kind sweep needs --thresholds T,T,... or --bins N")
     if args.plot is not None:
         check_target(args.plot)  # before the scan: a missing matplotlib should not cost one
+    _check_outputs(args, args.output, args.plot)
     result = curve(args)
     if args.plot is None or args.output is not None or args.format is not None:
         emit(result, fmt, args.output)
@@ -295,6 +337,13 @@ def run_curve(args: argparse.Namespace) -> int:
             sys.stdout.write(f"wrote {args.plot}: {result.select(keys).n_unique()} curve(s), "
                              f"{result.height} points (-o FILE or --format for the table)\n")
     return 0
+
+
+def _check_outputs(args: argparse.Namespace, *outputs: Path | None) -> None:
+    """Before any work: every output can be written and is none of the inputs."""
+    for output in outputs:
+        if output is not None:
+            check_output(output, inputs=args.inputs)
 
 
 def emit(frame: pl.DataFrame, fmt: str, output: Path | None) -> None:
@@ -371,15 +420,16 @@ def render(frame: pl.DataFrame, fmt: str) -> str:
 
 
 def write(frame: pl.DataFrame, fmt: str, path: Path) -> None:
-    """Write ``frame`` to ``path`` in ``fmt``."""
-    if fmt == "parquet":
-        frame.write_parquet(path)
-    elif fmt == "csv":
-        frame.write_csv(path)
-    elif fmt == "json":
-        frame.write_json(path)
-    else:
-        path.write_text(render(frame, fmt), encoding="utf-8")
+    """Write ``frame`` to ``path`` in ``fmt``, whole or not at all."""
+    with atomic_output(path) as part:
+        if fmt == "parquet":
+            frame.write_parquet(part)
+        elif fmt == "csv":
+            frame.write_csv(part)
+        elif fmt == "json":
+            frame.write_json(part)
+        else:
+            part.write_text(render(frame, fmt), encoding="utf-8")
 
 
 def table(frame: pl.DataFrame) -> str:
@@ -453,6 +503,11 @@ def _say(kind: str, message: str) -> None:
 def _error(message: str) -> int:
     _say("error", message)
     return EXIT_ERROR
+
+
+def _stopped(signum: int) -> int:
+    print(f"{PROG}: stopped by {signal.Signals(signum).name}", file=sys.stderr)
+    return STOP_SIGNALS[signal.Signals(signum)]
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from mleval_sql.outputs import atomic_output
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
@@ -221,4 +223,6 @@ def plot_curve(table: pl.DataFrame, kind: str, path: str | os.PathLike[str], *,
     True
     """
     check_target(path)
-    figure(table, kind, by=by, title=title, areas=areas).savefig(path, dpi=120)
+    with atomic_output(path) as part:  # whole or not at all
+        figure(table, kind, by=by, title=title, areas=areas).savefig(
+            part, dpi=120, format=Path(path).suffix.lower().lstrip("."))

@@ -3,7 +3,8 @@
 Parquet (a file, a glob, a list, or a hive-partitioned folder whose ``key=value`` folders become
 columns; in object storage too), CSV (a ``.csv`` file, a glob or a list of them), a Delta or
 Iceberg table, a pyarrow Table / RecordBatchReader / Dataset, a polars DataFrame or LazyFrame, a
-pandas DataFrame, or a DuckDB relation.
+pandas DataFrame, or a DuckDB relation. Local files are listed once into a fixed list of files by
+:func:`mleval_sql.files.snapshot` (object storage by :mod:`mleval_sql.lakes`).
 
 >>> import polars as pl
 >>> as_source(pl.DataFrame({"sample": [1]})).schema().names()
@@ -12,7 +13,6 @@ pandas DataFrame, or a DuckDB relation.
 
 from __future__ import annotations
 
-import glob
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,6 +24,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.dataset as pads
 
+from mleval_sql import files as listing
 from mleval_sql.lakes import AsOf, Lake, StorageOptions, open_lake
 from mleval_sql.queries import identifier
 from mleval_sql.schema import InputError
@@ -31,18 +32,41 @@ from mleval_sql.schema import InputError
 
 @dataclass(frozen=True)
 class Parquet:
-    """Parquet files: paths or globs; folders are read recursively with hive partitioning."""
+    """Parquet files, listed once (:func:`mleval_sql.files.snapshot`); ``key=value`` folders in
+    their paths become columns (hive partitioning). Both engines read exactly ``files``."""
 
-    paths: tuple[str, ...]
+    files: tuple[str, ...]
 
     def schema(self) -> pl.Schema:
         return self.polars().collect_schema()
 
     def polars(self) -> pl.LazyFrame:
-        return _plain(pl.scan_parquet(list(self.paths), hive_partitioning=True))
+        # the files agree on the columns a request uses (check); others may come and go
+        return _plain(pl.scan_parquet(list(self.files), hive_partitioning=True,
+                                      glob=not self._local(), missing_columns="insert",
+                                      extra_columns="ignore"))
 
     def duckdb(self, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
-        return con.read_parquet(list(self.paths), hive_partitioning=True)
+        # DuckDB globs every path it is given: wildcards in a local file's name are escaped
+        files = [listing.glob_escape(f) for f in self.files] if self._local() else self.files
+        return con.read_parquet(list(files), hive_partitioning=True,
+                                union_by_name=len(self.files) > 1)
+
+    def check(self, columns: Sequence[str | None]) -> None:
+        """Every file readable, with each of ``columns`` of one type or absent from all
+        (``InputError`` naming the file and column otherwise)."""
+        if self._local():
+            listing.check_agreement(self.files, [c for c in columns if c is not None])
+
+    def unreadable(self, columns: Sequence[str | None]) -> InputError | None:
+        """After an engine failed to read the files: the error naming the file it could not
+        read, if one is (reads every file's ``columns``)."""
+        if not self._local():
+            return None
+        return listing.find_unreadable(self.files, [c for c in columns if c is not None])
+
+    def _local(self) -> bool:
+        return not any("://" in f for f in self.files)
 
 
 #: Rows polars reads to infer a CSV file's column types (DuckDB then reads the same types).
@@ -55,21 +79,24 @@ _DUCKDB_TYPES = {pl.Int64: "BIGINT", pl.Float64: "DOUBLE", pl.Boolean: "BOOLEAN"
 
 @dataclass(frozen=True)
 class Csv:
-    """CSV files with a header: paths or globs, scanned lazily by the engine that runs
-    (``polars.scan_csv``, DuckDB's ``read_csv``) with the column types polars infers."""
+    """CSV files with a header, listed once like :class:`Parquet`'s, scanned lazily by the
+    engine that runs (``polars.scan_csv``, DuckDB's ``read_csv``) with the column types polars
+    infers."""
 
-    paths: tuple[str, ...]
+    files: tuple[str, ...]
 
     def schema(self) -> pl.Schema:
         return self.polars().collect_schema()
 
     def polars(self) -> pl.LazyFrame:
-        return pl.scan_csv(list(self.paths), infer_schema_length=CSV_INFER_ROWS)
+        return pl.scan_csv(list(self.files), infer_schema_length=CSV_INFER_ROWS, glob=False)
 
     def duckdb(self, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
         types = {name: _DUCKDB_TYPES.get(dtype.base_type(), "VARCHAR")
                  for name, dtype in self.schema().items()}
-        return con.read_csv(list(self.paths), header=True, dtype=types)
+        # DuckDB globs every path it is given: wildcards in a file's name are escaped
+        return con.read_csv([listing.glob_escape(f) for f in self.files], header=True,
+                            dtype=types)
 
 
 @dataclass(frozen=True)
@@ -188,14 +215,23 @@ FILE_TYPES = {".parquet": "parquet", ".csv": "csv"}
 
 
 def _files(paths: Sequence[str | os.PathLike[str]]) -> Parquet | Csv:
-    """Parquet or CSV files, by their extension; one input is of one kind."""
-    found = [_path(p) for p in paths]
-    kinds = {kind for _, kind in found}
+    """The parquet or CSV files ``paths`` name, as one snapshot (:func:`mleval_sql.files.snapshot`:
+    an existing path is literal, a missing one a glob, a folder its parquet files); the kind
+    comes from the files' extension, and one input is of one kind."""
+    kinds: dict[str, None] = {}
+    found: dict[str, None] = {}
+    for path in paths:
+        files = listing.snapshot([path], kinds="parquet or CSV")
+        mine = {_kind(f) for f in files}
+        if len(mine) > 1:
+            raise InputError(f"{os.fspath(path)} matches both parquet and CSV files; an input "
+                             "is one kind")
+        kinds.update(dict.fromkeys(mine))
+        found.update(dict.fromkeys(files))
     if len(kinds) > 1:
         raise InputError("an input is either parquet or CSV files, not both: "
                          f"{[os.fspath(p) for p in paths]}")
-    texts = tuple(text for text, _ in found)
-    return Csv(texts) if kinds == {"csv"} else Parquet(texts)
+    return Csv(tuple(found)) if "csv" in kinds else Parquet(tuple(found))
 
 
 def _kind(text: str) -> str:
@@ -206,23 +242,3 @@ def _kind(text: str) -> str:
                          f"inputs are {accepted} files, globs of them or a folder of parquet "
                          "files (other data: read it into a DataFrame first)")
     return FILE_TYPES[suffix]
-
-
-def _path(path: str | os.PathLike[str]) -> tuple[str, str]:
-    """The path as the engines read it, and its kind (``parquet`` or ``csv``)."""
-    text = os.fspath(path)
-    if "://" in text:  # object stores: the engines resolve these themselves
-        return text, "csv" if text.lower().endswith(".csv") else "parquet"
-    if Path(text).is_dir():
-        text = str(Path(text) / "**" / "*.parquet")
-    if any(ch in text for ch in "*?["):
-        matches = glob.glob(text, recursive=True)
-        if not matches:
-            raise InputError(f"no parquet or CSV files match {text}")
-        kinds = {_kind(m) for m in matches}
-        if len(kinds) > 1:
-            raise InputError(f"{text} matches both parquet and CSV files; an input is one kind")
-        return text, kinds.pop()
-    if not Path(text).exists():
-        raise InputError(f"no such file or folder: {text}")
-    return text, _kind(text)

@@ -1,5 +1,6 @@
 """A memory budget changes nothing but memory: both engines give the same numbers with it (they
-then evaluate one segment at a time), and a user's DuckDB connection gets its settings back."""
+then evaluate a batch of segments at a time: a segment alone, or many selected by a semi-join),
+and a user's DuckDB connection gets its settings back."""
 
 from __future__ import annotations
 
@@ -13,6 +14,16 @@ from tests.data import make_predictions
 from tests.helpers import assert_same_rows
 
 METRICS = ["roc_auc", "average_precision", "f1", "precision"]
+
+
+@pytest.fixture(autouse=True, params=["a segment a batch", "batches by semi-join"])
+def batching(request, monkeypatch):
+    """Batches small enough for the test data to take several (a 200MB budget then holds a
+    few hundred rows), selected by value or by a semi-join."""
+    monkeypatch.setattr("mleval_sql.engines.segments.ROW_BYTES", 10**9 if request.param ==
+                        "a segment a batch" else 10**6)
+    if request.param == "batches by semi-join":
+        monkeypatch.setattr("mleval_sql.engines.segments.FEW_SEGMENTS", 0)
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,6 @@
 """Progress shows on a terminal only, drawn by rich on stderr: the stage that runs (checks,
-statistics, metrics), segments counted under a memory budget; nothing when stderr is a pipe."""
+statistics, metrics), batches of segments counted under a memory budget; nothing when stderr is a
+pipe."""
 
 from __future__ import annotations
 
@@ -24,11 +25,12 @@ def _plain(text: str) -> str:
     return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
 
 
-@pytest.mark.parametrize("budget", [None, "200MB"], ids=["whole", "by-segment"])
+@pytest.mark.parametrize("budget", [None, "200MB"], ids=["whole", "by-batch"])
 def test_a_terminal_shows_the_stages(monkeypatch, engine, budget):
     data = make_predictions("multilabel", seed=3, n_samples=60)
     shown = Terminal()
     monkeypatch.setattr("sys.stderr", shown)
+    monkeypatch.setattr("mleval_sql.engines.segments.ROW_BYTES", 10**9)  # a segment a batch
     me.evaluate(data, ["f1", "roc_auc"], by="region", task="multilabel", engine=engine,
                 memory_limit=budget)
     text = _plain(shown.getvalue())
@@ -36,10 +38,11 @@ def test_a_terminal_shows_the_stages(monkeypatch, engine, budget):
     assert ("mleval: statistics" in text) if engine == "duckdb" else (
         "mleval: statistics and metrics" in text)
     if engine == "duckdb":
-        assert "metrics: decision_metrics" in text and "statistics: threshold_counts" in text
+        # the decision counts are read off the ranking's pass (registry.FUSED)
+        assert "metrics: decision_metrics" in text and "statistics: curve_counts" in text
     if budget:
         segments = data["region"].n_unique()
-        assert "checks, by segment" in text and "metrics, by segment" in text
+        assert "checks, by batch" in text and "metrics, by batch" in text
         assert f"{segments}/{segments}" in text
     assert re.search(r"\d:\d\d:\d\d", text)  # elapsed time
 

@@ -6,7 +6,9 @@ the validation summary and ``results(steps, params)`` the metric rows of each fi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 import polars as pl
@@ -14,8 +16,37 @@ import polars as pl
 from mleval_sql.schema import Columns, InputError
 from mleval_sql.sources import Source
 
+#: The rows a request keeps of each final step: its metrics and averages ("none": per label or
+#: per segment). The engines drop the others before they are materialised, so that a million
+#: segments cost a million of the rows asked for, not of every row a step can give.
+Keep = Mapping[str, tuple[Sequence[str], Sequence[str]]]
+
 EngineName = Literal["duckdb", "polars"]
 ENGINES: tuple[EngineName, ...] = ("duckdb", "polars")
+
+_SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(b|bytes|[kmgt]i?b|%)\s*", re.IGNORECASE)
+_UNITS = {"b": 1, "bytes": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def memory_bytes(limit: str | int) -> int:
+    """A memory limit (``"1GB"``, ``"512 MiB"``, ``"50%"`` of the machine's memory, or a whole
+    number of bytes) in bytes; anything else is an ``InputError``.
+
+    >>> memory_bytes("1.5GB"), memory_bytes("2 KiB"), memory_bytes(4096)
+    (1500000000, 2048, 4096)
+    """
+    match = _SIZE.fullmatch(limit) if isinstance(limit, str) else None
+    if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
+        return limit
+    if match is None or float(match[1]) <= 0:
+        raise InputError(f"memory_limit must be a positive size with a unit, such as 500MB, "
+                         f"1.5GiB or 50% (of the machine's memory), got {limit!r}")
+    unit = match[2].lower()
+    if unit == "%":
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        return int(total * min(float(match[1]), 100) / 100)
+    return int(float(match[1]) * _UNITS[unit])
 
 
 class Engine(Protocol):
@@ -24,7 +55,8 @@ class Engine(Protocol):
     def summary(self) -> pl.DataFrame: ...
 
     def results(self, steps: Sequence[str], params: dict[str, object], *,
-                numeric_truth: bool = False) -> dict[str, pl.DataFrame]: ...
+                numeric_truth: bool = False,
+                keep: Keep | None = None) -> dict[str, pl.DataFrame]: ...
 
     def close(self) -> None: ...
 

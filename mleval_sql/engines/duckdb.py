@@ -7,16 +7,21 @@ Relations get a per-run prefix so nothing clashes with the user's own tables.
 
 from __future__ import annotations
 
+import functools
+import operator
+import shutil
 import tempfile
 import uuid
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import TypeVar
 
 import duckdb
 import polars as pl
 
 from mleval_sql import queries
-from mleval_sql.engines.segments import column_values, together, with_progress
+from mleval_sql.engines import Keep, memory_bytes, segments
+from mleval_sql.engines.segments import batches, together, with_progress
 from mleval_sql.progress import stage
 from mleval_sql.registry import STEPS
 from mleval_sql.schema import Columns, InputError
@@ -30,33 +35,47 @@ class DuckDBEngine:
 
     ``memory_limit`` (e.g. ``"1GB"``) bounds DuckDB's memory; what does not fit spills to
     ``temp_directory`` (default: a fresh temporary folder, removed afterwards), on a connection
-    of its own, and the segments are evaluated one at a time (a parquet lake partitioned by the
-    segment columns is then read one partition at a time); a user's ``connection`` keeps the
-    memory settings the user gave it. A progress bar shows on a terminal. ``clustering``: the
-    input is a clustering table (sample, truth, cluster, weight), checked by cluster_summary.
+    of its own, and the segments are evaluated in batches of about the budget's rows
+    (engines/segments.py; a parquet lake partitioned by the segment columns is then read a few
+    partitions at a time); a user's ``connection`` keeps the memory settings the user gave it.
+    A progress bar shows on a terminal. ``clustering``: the input is a clustering table
+    (sample, truth, cluster, weight), checked by cluster_summary.
     """
 
     name = "duckdb"
 
     def __init__(self, source: Source, columns: Columns, weight: str | None, by: Sequence[str],
                  *, connection: duckdb.DuckDBPyConnection | None = None,
-                 memory_limit: str | None = None, temp_directory: str | None = None,
+                 memory_limit: str | int | None = None, temp_directory: str | None = None,
                  clustering: bool = False) -> None:
+        self.budget = None if memory_limit is None else memory_bytes(memory_limit)
         self.owned = connection is None
         self.con = connection or duckdb.connect()
         self.prefix = f"mleval_{uuid.uuid4().hex[:8]}_"
         self.created: list[tuple[str, str]] = []
         self.restore: dict[str, object] = {}
-        self.spill: tempfile.TemporaryDirectory[str] | None = None
+        self.spill: Path | None = None
+        try:
+            self._open(source, columns, weight, by, memory_limit, temp_directory, clustering)
+        except BaseException:  # an error or a signal half-way: nothing is left behind
+            self.close()
+            raise
+
+    def _open(self, source: Source, columns: Columns, weight: str | None, by: Sequence[str],
+              memory_limit: str | int | None, temp_directory: str | None,
+              clustering: bool) -> None:
         if memory_limit and not self.owned:
             # DuckDB reports the old limit rounded ("2.7 GiB"): it could not be put back exactly
             raise InputError("memory_limit= applies to a connection of mleval's own; on your "
                              "connection, SET memory_limit (and temp_directory) yourself")
         if memory_limit:
             if temp_directory is None:
-                self.spill = tempfile.TemporaryDirectory(prefix="mleval-spill-")
-                temp_directory = self.spill.name
-            self._set("memory_limit", memory_limit)
+                # named and held for close() before it exists, so that a signal arriving as
+                # it is made cannot leave it behind
+                self.spill = Path(tempfile.gettempdir()) / f"mleval-spill-{uuid.uuid4().hex}"
+                self.spill.mkdir(mode=0o700)
+                temp_directory = str(self.spill)
+            self._set("memory_limit", f"{self.budget}B")
             # keeping the input's row order costs memory that large aggregations need
             self._set("preserve_insertion_order", False)
         if temp_directory is not None:
@@ -78,8 +97,7 @@ class DuckDBEngine:
             relation.create_view(self._name("input"), replace=True)
             self.created.append(("VIEW", self._name("input")))
         self.relation, self.by = relation, list(by)
-        self.by_segment = bool(memory_limit and by)
-        self.segments: list[object] = []
+        self.batches: list[pl.DataFrame] = []
         self.summary_step = "cluster_summary" if clustering else "validate_summary"
         self._create("VIEW", "predictions", _canonical(self._name("input"), columns, weight, by,
                                                        truth_as_bool=False,
@@ -89,18 +107,20 @@ class DuckDBEngine:
 
     def summary(self) -> pl.DataFrame:
         """The validation summary (queries/validate_summary.sql; clustering:
-        queries/cluster_summary.sql), one segment at a time under a memory budget."""
-        if self.by_segment:
-            self.segments = self.con.sql(
-                f"SELECT DISTINCT segment FROM {queries.identifier(self._name('predictions'))}"
-            ).pl()["segment"].to_list()
-        if not self.segments:  # no budget, or an empty input
+        queries/cluster_summary.sql), a batch of segments at a time under a memory budget."""
+        if self.budget is not None and self.by:
+            columns = ", ".join(queries.identifier(c) for c in self.by)
+            counts = self.con.sql(f"SELECT {columns}, count(*) AS n FROM "
+                                  f"{queries.identifier(self._name('input'))} "
+                                  f"GROUP BY {columns}").pl()
+            self.batches = batches(counts, self.by, self.budget)
+        if len(self.batches) < 2:  # no budget, one batch, or an empty input
             return self._fetch(self.summary_step, {})
-        return pl.concat(self._each_segment(lambda: self._fetch(self.summary_step, {}),
-                                            "checks"), how="vertical_relaxed")
+        return pl.concat(self._each_batch(lambda: self._fetch(self.summary_step, {}), "checks"),
+                         how="vertical_relaxed")
 
     def results(self, steps: Iterable[str], params: dict[str, object], *,
-                numeric_truth: bool = False) -> dict[str, pl.DataFrame]:
+                numeric_truth: bool = False, keep: Keep | None = None) -> dict[str, pl.DataFrame]:
         """Run ``steps`` in order: statistics become tables, final steps return metric rows
         (per segment under a memory budget).
 
@@ -110,28 +130,45 @@ class DuckDBEngine:
         if not numeric_truth:
             self._create("VIEW", "predictions", self._canonical_bool, replace=True)
         steps = list(steps)
-        if not (self.by_segment and self.segments):
-            return self._results(steps, params)
-        return together(self._each_segment(lambda: self._results(steps, params), "metrics"))
+        if len(self.batches) < 2:
+            return self._results(steps, params, keep or {})
+        return together(self._each_batch(lambda: self._results(steps, params, keep or {}),
+                                         "metrics"))
 
-    def _each_segment(self, run: Callable[[], T], what: str) -> list[T]:
-        """``run()`` with the input restricted to each segment in turn."""
+    def _each_batch(self, run: Callable[[], T], what: str) -> list[T]:
+        """``run()`` with the input restricted to each batch of segments in turn."""
         parts = []
-        for value in with_progress(self.segments, what):
-            self.relation.filter(self._is_segment(value)).create_view(self._name("input"),
-                                                                      replace=True)
+        for keys in with_progress(self.batches, what):
+            self._batch(keys).create_view(self._name("input"), replace=True)
             parts.append(run())
         self.relation.create_view(self._name("input"), replace=True)
         return parts
 
-    def _results(self, steps: list[str], params: dict[str, object]) -> dict[str, pl.DataFrame]:
+    def _batch(self, keys: pl.DataFrame) -> duckdb.DuckDBPyRelation:
+        """The input rows of a batch of segments (``keys``: their segment columns' values): a
+        few by a filter with the values bound as constants (a parquet scan then skips the other
+        hive partitions), many by a semi-join with a table of them."""
+        if keys.height <= segments.FEW_SEGMENTS:
+            return self.relation.filter(self._is_one_of(keys))
+        table = self._name("batch")
+        self.con.execute(f"DROP TABLE IF EXISTS {queries.identifier(table)}")
+        self.con.from_arrow(keys.to_arrow()).create(table)
+        if ("TABLE", table) not in self.created:
+            self.created.append(("TABLE", table))
+        same = " AND ".join(f"i.{queries.identifier(c)} IS NOT DISTINCT FROM "
+                            f"b.{queries.identifier(c)}" for c in self.by)
+        return self.relation.set_alias("i").join(self.con.table(table).set_alias("b"), same,
+                                                 how="semi")
+
+    def _results(self, steps: list[str], params: dict[str, object],
+                 keep: Keep) -> dict[str, pl.DataFrame]:
         out: dict[str, pl.DataFrame] = {}
         with stage("statistics") as line:
             for name in steps:
                 step = STEPS[name]
                 line.describe(f"{'metrics' if step.gives is None else 'statistics'}: {name}")
                 if step.gives is None:
-                    out[name] = self._fetch(name, params)
+                    out[name] = self._fetch(name, params, keep.get(name))
                 else:
                     sql = self._sql(name)
                     self._create("TABLE", step.gives, sql, params=self._bind(sql, params),
@@ -151,21 +188,21 @@ class DuckDBEngine:
         self.created.clear()
         self.restore.clear()
         if self.spill is not None:
-            self.spill.cleanup()
+            shutil.rmtree(self.spill, ignore_errors=True)
             self.spill = None
 
     # -- plumbing ---------------------------------------------------------------------------
 
-    def _is_segment(self, value: object) -> duckdb.Expression:
-        """The rows of one segment, as a filter on the input's own columns with the values
-        bound as constants (a parquet scan then skips the other hive partitions)."""
-        tests = [duckdb.ColumnExpression(c).isnull() if v is None
-                 else duckdb.ColumnExpression(c) == duckdb.ConstantExpression(v)
-                 for c, v in zip(self.by, column_values(value, self.by), strict=True)]
-        condition = tests[0]
-        for test in tests[1:]:
-            condition = condition & test
-        return condition
+    @staticmethod
+    def _is_one_of(keys: pl.DataFrame) -> duckdb.Expression:
+        """The rows of the segments in ``keys``, as a filter on the input's own columns with
+        the values bound as constants."""
+        def segment(row: dict[str, object]) -> duckdb.Expression:
+            return functools.reduce(operator.and_, (
+                duckdb.ColumnExpression(c).isnull() if v is None
+                else duckdb.ColumnExpression(c) == duckdb.ConstantExpression(v)
+                for c, v in row.items()))
+        return functools.reduce(operator.or_, map(segment, keys.iter_rows(named=True)))
 
     def _set(self, setting: str, value: object) -> None:
         if value is None:
@@ -192,9 +229,15 @@ class DuckDBEngine:
     def _bind(sql: str, params: dict[str, object]) -> dict[str, object]:
         return {p: params[p] for p in queries.parameters(sql)}
 
-    def _fetch(self, step: str, params: dict[str, object]) -> pl.DataFrame:
+    def _fetch(self, step: str, params: dict[str, object],
+               keep: tuple[Sequence[str], Sequence[str]] | None = None) -> pl.DataFrame:
         sql = self._sql(step)
-        return self.con.sql(sql, params=self._bind(sql, params)).pl()
+        bound = self._bind(sql, params)
+        if keep is not None:
+            sql = (f"SELECT * FROM ({sql}) AS step_rows WHERE list_contains($mleval_metrics, "
+                   "metric) AND list_contains($mleval_averages, coalesce(average, 'none'))")
+            bound.update(mleval_metrics=list(keep[0]), mleval_averages=list(keep[1]))
+        return self.con.sql(sql, params=bound).pl()
 
     def _create(self, kind: str, relation: str, sql: str, *,
                 params: dict[str, object] | None = None, replace: bool = False) -> None:

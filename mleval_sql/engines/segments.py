@@ -1,5 +1,7 @@
-"""Evaluation one segment at a time, which bounds memory by the largest segment: every metric
-lives within a segment, so the segments' rows only need to be put back on one grid.
+"""Evaluation in batches of segments, which bounds memory by the batch: every metric lives within
+a segment, so the segments' rows only need to be put back on one grid. A batch holds segments of
+about a budget's worth of rows (:func:`batches`): a segment as large as the budget alone, a million
+one-row segments together, so that the number of segments is never the unit of cost.
 
 >>> parts = [{"f": pl.DataFrame({"segment": ["a"], "metric": ["f1"], "average": [None],
 ...                              "label": ["x"], "value": [0.5]})},
@@ -20,17 +22,32 @@ from mleval_sql.progress import counted
 
 T = TypeVar("T")
 
+#: A generous estimate of the memory one input row costs while its batch is evaluated (polars'
+#: per-score table measured about 200 bytes per row): a budget of 1 GB takes 1M rows a batch.
+ROW_BYTES = 1000
+#: A batch of at most this many segments is selected by their values, a filter that reaches the
+#: parquet reader (which then skips other hive partitions); a larger one by a semi-join.
+FEW_SEGMENTS = 64
 
-def column_values(segment: object, by: Sequence[str]) -> list[object]:
-    """The value of each segment column in an engine's ``segment`` key (the value itself for
-    one column, a struct of them for several)."""
-    return [segment] if len(by) == 1 else [segment[c] for c in by]  # type: ignore[index]
+
+def batches(counts: pl.DataFrame, by: Sequence[str], budget: int) -> list[pl.DataFrame]:
+    """The segments of ``counts`` (the segment columns ``by`` and their row count ``n``) in
+    batches of at most ``budget / ROW_BYTES`` rows plus one segment, as frames of ``by``.
+
+    >>> counts = pl.DataFrame({"model": ["a", "b", "c"], "n": [600_000, 500_000, 5_000_000]})
+    >>> [b["model"].to_list() for b in batches(counts, ["model"], 10**9)]
+    [['a', 'b'], ['c']]
+    """
+    rows = max(budget // ROW_BYTES, 1)
+    start = pl.col("n").cum_sum() - pl.col("n")
+    numbered = counts.sort(by, nulls_last=True).with_columns(batch=start // rows)
+    return [part.select(by) for part in numbered.partition_by("batch", maintain_order=True)]
 
 
 def with_progress(segments: Sequence[T], what: str) -> Iterator[T]:
-    """``segments`` one by one, counted on a terminal (``mleval: checks, by segment 3/8``;
-    nothing when stderr is not one)."""
-    return counted(segments, f"{what}, by segment")
+    """``segments`` (batches of them) one by one, counted on a terminal
+    (``mleval: checks, by batch 3/8``; nothing when stderr is not one)."""
+    return counted(segments, f"{what}, by batch")
 
 
 def together(parts: list[dict[str, pl.DataFrame]]) -> dict[str, pl.DataFrame]:

@@ -5,12 +5,16 @@ Mirrors queries/threshold_counts.sql and queries/decision_metrics.sql.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import polars as pl
 
 from mleval_sql.engines.polars._common import label_averages, rate_scores, ratio, truth, weight
+from mleval_sql.registry import LABEL_AVERAGES
 
 LABEL_METRICS = ("tp", "fp", "fn", "tn", "support", "accuracy", "precision", "recall", "f1",
                  "fbeta", "specificity", "jaccard", "mcc")
+AVERAGED = {"macro", "weighted", "macro_std"}  # the averages label_averages gives
 
 
 def threshold_counts(predictions: pl.LazyFrame, *, threshold: float) -> pl.LazyFrame:
@@ -25,15 +29,25 @@ def threshold_counts(predictions: pl.LazyFrame, *, threshold: float) -> pl.LazyF
 
 
 def decision_metrics(confusion_counts: pl.LazyFrame, *, beta: float,
-                     zero_division: float | None) -> pl.LazyFrame:
-    """Per-label metrics (average null) and their micro/macro/weighted/macro_std averages."""
+                     zero_division: float | None,
+                     keep: tuple[Sequence[str], Sequence[str]] | None = None) -> pl.LazyFrame:
+    """Per-label metrics (average null) and their micro/macro/weighted/macro_std averages.
+
+    ``keep``: only these metrics and averages ("none": per label), so that the work per
+    segment is that of the rows asked for (the SQL gets the same rows by a filter).
+    """
+    metrics = [m for m in (*LABEL_METRICS, "hamming_loss") if keep is None or m in keep[0]]
+    averages = set(keep[1]) if keep is not None else {"none", *LABEL_AVERAGES}
+    per_label = [m for m in metrics if m in LABEL_METRICS]
     segments = confusion_counts.select("segment").unique()
     labels = confusion_counts.select("label").unique()
     grid = segments.join(labels, how="cross").join(
         confusion_counts, on=["segment", "label"], how="left", nulls_equal=True)
     micro = confusion_counts.group_by("segment").agg(pl.col("tp", "fp", "fn", "tn").sum())
-    counts = pl.concat([grid.with_columns(average=pl.lit(None, dtype=pl.String)),
-                        micro.with_columns(average=pl.lit("micro"))], how="diagonal")
+    parts = [grid.with_columns(average=pl.lit(None, dtype=pl.String))]
+    if "micro" in averages or "hamming_loss" in metrics:
+        parts.append(micro.with_columns(average=pl.lit("micro")))
+    counts = pl.concat(parts, how="diagonal")
 
     tp, fp, fn, tn = (pl.col(c) for c in ("tp", "fp", "fn", "tn"))
     total = tp + fp + fn + tn
@@ -51,12 +65,15 @@ def decision_metrics(confusion_counts: pl.LazyFrame, *, beta: float,
         mcc=pl.when(degenerate).then(0.0).otherwise(mcc),
         **rate_scores(tp, fp, fn, beta, zero_division),
     )
-    long = scores.unpivot(on=list(LABEL_METRICS), index=["segment", "average", "label",
-                                                        "label_support"],
+    long = scores.unpivot(on=per_label, index=["segment", "average", "label", "label_support"],
                           variable_name="metric", value_name="value")
-    averaged = label_averages(long.filter(pl.col("average").is_null()), "label_support")
-    hamming = (counts.filter(pl.col("average") == "micro")
-               .select("segment", metric=pl.lit("hamming_loss"),
-                       value=(fp + fn) / pl.when(tp + fp + fn + tn != 0).then(tp + fp + fn + tn)))
-    return pl.concat([long.drop("label_support"), averaged, hamming], how="diagonal").select(
+    out = [long.drop("label_support")] if per_label else []
+    if per_label and averages & AVERAGED:
+        out.append(label_averages(long.filter(pl.col("average").is_null()), "label_support"))
+    if "hamming_loss" in metrics:
+        out.append(counts.filter(pl.col("average") == "micro").select(
+            "segment", "label", metric=pl.lit("hamming_loss"),  # label: null, of its type
+            average=pl.lit(None, dtype=pl.String),
+            value=(fp + fn) / pl.when(tp + fp + fn + tn != 0).then(tp + fp + fn + tn)))
+    return pl.concat(out, how="diagonal").select(
         "segment", "metric", "average", "label", "value")

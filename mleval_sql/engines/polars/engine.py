@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import inspect
+import warnings
 from collections.abc import Iterable, Sequence
 
 import polars as pl
 
+from mleval_sql.engines import Keep, memory_bytes, segments
 from mleval_sql.engines import polars as plans
-from mleval_sql.engines.segments import column_values, together, with_progress
+from mleval_sql.engines.segments import batches, together, with_progress
 from mleval_sql.progress import stage
 from mleval_sql.registry import STEPS
 from mleval_sql.schema import Columns
@@ -17,40 +20,46 @@ from mleval_sql.sources import Source
 class PolarsEngine:
     """Evaluate with polars.
 
-    With a ``memory_limit`` the streaming engine runs the plans, one segment at a time: every
-    metric lives within a segment, so only one segment's statistics are ever held (a parquet
-    lake partitioned by the segment columns is then read one partition at a time).
-    ``clustering``: the input is a clustering table (sample, truth, cluster, weight), checked by
-    cluster_summary.
+    With a ``memory_limit`` the streaming engine runs the plans, in batches of segments of
+    about the budget's rows (engines/segments.py): every metric lives within a segment, so only
+    one batch's statistics are held (a parquet lake partitioned by the segment columns is then
+    read a few partitions at a time). polars has no byte budget of its own: its peak is not
+    bounded by the limit, and a warning says so. ``clustering``: the input is a clustering
+    table (sample, truth, cluster, weight), checked by cluster_summary.
     """
 
     name = "polars"
 
     def __init__(self, source: Source, columns: Columns, weight: str | None, by: Sequence[str],
-                 *, memory_limit: str | None = None, clustering: bool = False) -> None:
+                 *, memory_limit: str | int | None = None, clustering: bool = False) -> None:
+        self.budget = None if memory_limit is None else memory_bytes(memory_limit)
+        if memory_limit is not None:
+            warnings.warn(f"polars cannot hold to memory_limit={memory_limit!r}: it runs its "
+                          "streaming engine on batches of segments, but does not bound its "
+                          "memory to the limit (the duckdb engine does)", stacklevel=3)
         self.source = source.polars()
         self.by = list(by)
         self.columns, self.weight, self.clustering = columns, weight, clustering
         self.check = plans.cluster_summary if clustering else plans.validate_summary
         self.predictions = self._canonical(self.source)
         self.collect_engine = "streaming" if memory_limit else "auto"
-        self.by_segment = bool(memory_limit and by)
-        self.segments: list[object] = []
+        self.batches: list[pl.DataFrame] = []
 
     def summary(self) -> pl.DataFrame:
-        """The validation summary (engines/polars/validate.py; clustering: cluster_summary), one
-        segment at a time under a memory budget."""
-        if self.by_segment:
-            self.segments = self.predictions.select(pl.col("segment").unique()).collect(
-                engine=self.collect_engine)["segment"].to_list()
-        if not self.segments:  # no budget, or an empty input
+        """The validation summary (engines/polars/validate.py; clustering: cluster_summary), a
+        batch of segments at a time under a memory budget."""
+        if self.budget is not None and self.by:
+            counts = self.source.group_by(self.by).agg(n=pl.len()).collect(
+                engine=self.collect_engine)
+            self.batches = batches(counts, self.by, self.budget)
+        if len(self.batches) < 2:  # no budget, one batch, or an empty input
             return self.check(self.predictions).collect(engine=self.collect_engine)
-        return pl.concat([self.check(self._segment(value)).collect(
-            engine=self.collect_engine) for value in with_progress(self.segments, "checks")],
+        return pl.concat([self.check(self._batch(keys)).collect(
+            engine=self.collect_engine) for keys in with_progress(self.batches, "checks")],
             how="vertical_relaxed")
 
     def results(self, steps: Iterable[str], params: dict[str, object], *,
-                numeric_truth: bool = False) -> dict[str, pl.DataFrame]:
+                numeric_truth: bool = False, keep: Keep | None = None) -> dict[str, pl.DataFrame]:
         """Build every step's plan, then collect the final steps' rows in one go (per segment
         under a memory budget).
 
@@ -58,10 +67,10 @@ class PolarsEngine:
         reference class).
         """
         steps = list(steps)
-        if not (self.by_segment and self.segments):
-            return self._results(self.predictions, steps, params, numeric_truth)
-        parts = [self._results(self._segment(value), steps, params, numeric_truth)
-                 for value in with_progress(self.segments, "metrics")]
+        if len(self.batches) < 2:
+            return self._results(self.predictions, steps, params, numeric_truth, keep or {})
+        parts = [self._results(self._batch(keys), steps, params, numeric_truth, keep or {})
+                 for keys in with_progress(self.batches, "metrics")]
         return together(parts)
 
     def close(self) -> None:
@@ -88,24 +97,33 @@ class PolarsEngine:
             segment=segment,
         )
 
-    def _segment(self, value: object) -> pl.LazyFrame:
-        """The predictions of one segment, filtered on the source's own columns (so that the
-        filter reaches the parquet reader, which skips other hive partitions)."""
-        return self._canonical(self.source.filter(pl.all_horizontal(
-            pl.col(c).eq_missing(pl.lit(v))
-            for c, v in zip(self.by, column_values(value, self.by), strict=True))))
+    def _batch(self, keys: pl.DataFrame) -> pl.LazyFrame:
+        """The predictions of a batch of segments (``keys``: their segment columns' values):
+        a few by a filter on the source's own columns (which reaches the parquet reader, so it
+        skips other hive partitions), many by a semi-join."""
+        if keys.height > segments.FEW_SEGMENTS:
+            return self._canonical(self.source.join(keys.lazy(), on=self.by, how="semi",
+                                                    nulls_equal=True))
+        return self._canonical(self.source.filter(pl.any_horizontal(
+            pl.all_horizontal(pl.col(c).eq_missing(pl.lit(v, dtype=keys.schema[c]))
+                              for c, v in row.items()) for row in keys.iter_rows(named=True))))
 
     def _results(self, predictions: pl.LazyFrame, steps: list[str], params: dict[str, object],
-                 numeric_truth: bool) -> dict[str, pl.DataFrame]:
+                 numeric_truth: bool, keep: Keep) -> dict[str, pl.DataFrame]:
         truth = pl.col("truth") if numeric_truth else pl.col("truth").cast(pl.Boolean)
         relations = {"predictions": predictions.with_columns(truth)}
         finals: dict[str, pl.LazyFrame] = {}
         for name in steps:
             step = STEPS[name]
-            plan = getattr(plans, name)(*(relations[r] for r in step.reads),
-                                        **{p: params[p] for p in step.params})
+            build = getattr(plans, name)
+            options = {p: params[p] for p in step.params}
+            if name in keep and "keep" in inspect.signature(build).parameters:
+                options["keep"] = keep[name]  # a plan that can skip the rows not asked for
+            plan = build(*(relations[r] for r in step.reads), **options)
             if step.gives is None:
-                finals[name] = plan
+                finals[name] = plan if name not in keep else plan.filter(
+                    pl.col("metric").is_in(keep[name][0]),
+                    pl.col("average").fill_null("none").is_in(keep[name][1]))
             else:  # a statistics table feeds several plans: computed once, from one scan
                 relations[step.gives] = plan.cache()
         with stage("statistics and metrics: one polars plan"):

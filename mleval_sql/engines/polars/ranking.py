@@ -7,6 +7,8 @@ pair_counts.sql and ovo_metrics.sql.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import polars as pl
 
 from mleval_sql.engines.polars._common import (
@@ -183,10 +185,11 @@ def _curve_values(points: pl.LazyFrame, keys: list[str], max_fpr: float | None) 
     )
 
 
-def ranking_metrics(curve_points: pl.LazyFrame, *, max_fpr: float | None,
-                    micro: bool) -> pl.LazyFrame:
+def ranking_metrics(curve_points: pl.LazyFrame, *, max_fpr: float | None, micro: bool,
+                    keep: tuple[Sequence[str], Sequence[str]] | None = None) -> pl.LazyFrame:
     """roc_auc, average_precision and break_even per label, averaged and, if ``micro``, on
-    the pooled curve (whose sort costs more than all per-label curves together)."""
+    the pooled curve (whose sort costs more than all per-label curves together); ``keep``: only
+    these metrics and averages ("none": per label)."""
     labels = _curve_values(_label_points(curve_points), list(_KEYS), max_fpr)
     segments = labels.select("segment").unique()
     grid = (segments.join(labels.select("label").unique(), how="cross")
@@ -196,10 +199,13 @@ def ranking_metrics(curve_points: pl.LazyFrame, *, max_fpr: float | None,
         pooled = _curve_values(_micro_points(curve_points), ["segment"], max_fpr)
         grid = pl.concat([grid, segments.join(pooled, on="segment", how="left", nulls_equal=True)
                           .with_columns(average=pl.lit("micro"))], how="diagonal")
-    long = grid.unpivot(on=list(RANKING_METRICS), index=["segment", "average", "label", "support"],
+    metrics = [m for m in RANKING_METRICS if keep is None or m in keep[0]]
+    long = grid.unpivot(on=metrics, index=["segment", "average", "label", "support"],
                         variable_name="metric", value_name="value")
-    averaged = label_averages(long.filter(pl.col("average").is_null()), "support")
-    return pl.concat([long.drop("support"), averaged], how="diagonal").select(
+    out = [long.drop("support")]
+    if keep is None or {"macro", "weighted", "macro_std"} & set(keep[1]):
+        out.append(label_averages(long.filter(pl.col("average").is_null()), "support"))
+    return pl.concat(out, how="diagonal").select(
         "segment", "metric", "average", "label", "value")
 
 
