@@ -412,6 +412,24 @@ def test_multiclass_report_has_a_confusion_heat_map(tmp_path):
     assert _close(accuracy, 7 / 13) and outcome.alerts == []
 
 
+def test_clustering_report_has_its_metrics_and_no_curves(tmp_path):
+    data = pl.DataFrame({"sample": range(12), "truth": [0, 0, 0, 1, 1, 1, 2, 2, 2, 2, 0, 1],
+                         "cluster": ["a", "a", "b", "b", "b", "c", "c", "c", "c", "a", "a", "b"],
+                         "region": ["n", "s"] * 6})
+    path = tmp_path / "clusters.parquet"
+    data.write_parquet(path)
+    job = {"sources": [{"path": str(path), "model": "m"}], "task": "clustering",
+           "metrics": ["adjusted_rand", "v_measure"], "segments": ["region"]}
+    me.report(job, tmp_path / "out", progress=False)
+    tidy = pl.read_parquet(tmp_path / "out" / "metrics.parquet")
+    overall = tidy.filter(pl.col("segment") == "overall")
+    for metric in ("adjusted_rand", "v_measure"):
+        want = me.evaluate(data, metric, task="clustering")["value"].item()
+        got = overall.filter(pl.col("metric") == metric)["value"].item()
+        assert _close(got, want), metric
+    assert not list((tmp_path / "out").glob("curve_*.parquet"))
+
+
 # -- the page in a real browser ------------------------------------------------------------
 
 def test_report_renders_offline_in_chromium(example, tmp_path):

@@ -45,6 +45,8 @@ LOWER_IS_BETTER = frozenset({
 #: Metrics that rank nothing: counts.
 NEUTRAL = frozenset({"tp", "tn", "support", "confusion_matrix"})
 SWEEP_METRICS = ("precision", "recall", "f1")
+#: Tasks without ROC, PR, sweep or reliability curves: a job of one of these draws none.
+NO_CURVES = ("regression", "clustering")
 _KEEP = "__keep_"
 
 
@@ -113,7 +115,7 @@ def run(job: Job, progress: Progress | None = None) -> Result:
         inputs.append(source.describe(size))
         for kind in job.curves:
             progress.stage(f"{source.source.key}: {kind} curves")
-            if task == "regression":
+            if task in NO_CURVES:
                 continue
             table = source.curve(kind, task)
             if table is not None:
@@ -137,7 +139,7 @@ def run(job: Job, progress: Progress | None = None) -> Result:
 def _metrics(job: Job, task: str) -> list[str]:
     """The job's metrics, plus the areas the curves' legends show and, for multiclass, the
     confusion matrix of the heat maps."""
-    if task == "regression":
+    if task in NO_CURVES:
         return job.metrics
     extra = {"roc": "roc_auc", "pr": "average_precision"}
     more = [extra[k] for k in job.curves if k in extra]
@@ -273,7 +275,7 @@ class _Prepared:
                                **options)
             return rows.pivot(on="metric", index=[*self.by, "average", "label", "threshold"],
                               values="value")
-        if task == "regression":
+        if task in NO_CURVES:
             return None
         extra = {"n_bins": self.job.options["n_bins"]} if kind == "reliability" else {}
         return me.curve(source, kind, **extra, **options)  # type: ignore[arg-type]
