@@ -7,10 +7,10 @@
 
 from mleval_sql import plot
 from mleval_sql.api import check, curve, evaluate
-from mleval_sql.dialects import sql
 from mleval_sql.registry import METRICS
 from mleval_sql.reporting import report
 from mleval_sql.schema import Columns, InputError
+from mleval_sql.statement import sql
 
 __all__ = ["METRICS", "Columns", "InputError", "check", "curve", "evaluate", "plot", "report",
            "sql"]

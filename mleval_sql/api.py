@@ -287,7 +287,11 @@ def _prepared(source: Any, *, by: list[str], task: Task | None, engine: EngineNa
     asked (scores as probabilities; clustering: weights as counts)."""
     if memory_limit is not None:
         memory_bytes(memory_limit)  # checked in our words before any work
-    src = as_source(source, storage_options=storage_options, as_of=as_of)
+    if engine == "sql":  # a table of the connection's database
+        from mleval_sql.engines.sql import database_table
+        src: Any = database_table(source, connection)
+    else:
+        src = as_source(source, storage_options=storage_options, as_of=as_of)
     cols = Columns.from_mapping(columns)
     used = [*cols.required().values(), cols.weight, *by]
     if isinstance(src, Parquet):

@@ -165,14 +165,26 @@ def build_parser() -> argparse.ArgumentParser:
     checking.set_defaults(run=run_check)
     listing = commands.add_parser("metrics", help="list the metrics, their tasks and averages")
     listing.set_defaults(run=run_metrics)
-    query = commands.add_parser("sql", help="print the standalone query of a metric")
-    query.add_argument("metric")
+    query = commands.add_parser("sql", help="print one statement computing metrics over your "
+                                "table, to paste into a BI tool, psql or spark.sql")
+    query.add_argument("metric", nargs="*", help=f"default: {', '.join(DEFAULT_METRICS)}")
     query.add_argument("--task", choices=TASKS,
                        help="default: multilabel, or the metric's task when it has no multilabel "
                             "form (clustering)")
-    query.add_argument("--average", choices=AVERAGES)
+    query.add_argument("--average", action="append", choices=AVERAGES)
     query.add_argument("--dialect", default="duckdb",
-                       help="any dialect sqlglot writes: duckdb, spark, bigquery, ...")
+                       help="any dialect sqlglot writes: duckdb, postgres, spark, trino, ...")
+    query.add_argument("--table", default="predictions", help="the table or view to read")
+    query.add_argument("--by", default="", help="segment columns, comma-separated")
+    query.add_argument("--column", action="append", default=[], type=_column, metavar="ROLE=NAME",
+                       help="where a canonical column is, e.g. score=prob; weight=w to weigh")
+    query.add_argument("--param", action="append", default=[], type=_param, metavar="NAME=VALUE",
+                       help="a parameter, e.g. threshold=0.3, thresholds=0.1,0.5, k=3")
+    query.add_argument("--view", help="wrap the statement in CREATE VIEW NAME")
+    kinds = query.add_mutually_exclusive_group()
+    kinds.add_argument("--checks", action="store_true",
+                       help="the input checks instead: one row per problem found")
+    kinds.add_argument("--curve", choices=["roc", "pr", "sweep", "reliability"])
     query.set_defaults(run=run_sql)
     add_report_command(commands)
     return parser
@@ -489,8 +501,25 @@ def averages_text(metric: Metric) -> str:
     return "; ".join(parts) or "-"
 
 
+def _param(text: str) -> tuple[str, object]:
+    name, sep, value = text.partition("=")
+    if not sep or name not in DEFAULTS:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE with NAME one of "
+                                         f"{', '.join(sorted(DEFAULTS))}, got {text!r}")
+    if name == "thresholds":
+        return name, [float(v) for v in value.split(",")]
+    if value.lower() in ("null", "none"):
+        return name, None
+    if value.lower() in ("true", "false"):
+        return name, value.lower() == "true"
+    return name, int(value) if value.lstrip("-").isdigit() else float(value)
+
+
 def run_sql(args: argparse.Namespace) -> int:
-    text = me.sql(args.metric, task=args.task, average=args.average, dialect=args.dialect)
+    by = [c for c in args.by.split(",") if c]
+    text = me.sql(args.metric or DEFAULT_METRICS, task=args.task, average=args.average,
+                  dialect=args.dialect, table=args.table, by=by, columns=dict(args.column),
+                  view=args.view, checks=args.checks, curve=args.curve, **dict(args.param))
     sys.stdout.write(text.rstrip("\n") + "\n")
     return 0
 

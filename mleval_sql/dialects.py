@@ -1,56 +1,348 @@
-"""One standalone query per metric, for a BI tool or a cluster: the family's steps as CTEs.
+"""What the SQL of ``queries/`` needs to run outside DuckDB, kept as data in one place.
 
-The files of ``queries/`` are building blocks, each reading the relation the previous step
-gives; ``sql()`` chains them into one query over a relation named ``predictions`` and renders
-it for any dialect sqlglot writes (DuckDB's own text is kept as the files have it).
+The files are written for DuckDB and run there as they are. For another dialect each step is
+parsed by sqlglot, its parameters become literals, and the rewrites of :data:`REWRITES` turn
+the few DuckDB-only constructs into portable ones before sqlglot writes the dialect:
 
->>> print(sql("f1", task="multilabel").splitlines()[0])
--- f1 (multilabel): threshold_counts -> decision_metrics. Reads predictions(sample, label, ...
+>>> text = step_sql("decision_metrics", "postgres", {"beta": 1.0, "zero_division": None})
+>>> "UNPIVOT" in text, "AS unpivoted(metric)" in text, "$beta" in text.split("*/")[-1]
+(False, True, False)
+
+Several segment columns (DuckDB packs them in one struct) become one column each
+(``segment_0, segment_1, ...``) wherever the step names ``segment``. A construct a dialect has
+no form for makes rendering fail with an :class:`InputError` that names it.
+
+Run for real in the tests: DuckDB, PostgreSQL, Spark SQL (:data:`RUN`). Only rendered and
+parsed back by sqlglot: Trino, BigQuery, Snowflake (:data:`RENDERED`).
 """
 
 from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import sqlglot
 from sqlglot import exp
 
 from mleval_sql import queries
-from mleval_sql.registry import METRICS, STEPS
-from mleval_sql.schema import TASKS, InputError, Task
+from mleval_sql.schema import InputError
+
+#: Dialects whose rendering the tests run on a real engine, and those only rendered and parsed.
+RUN = ("duckdb", "postgres", "spark")
+RENDERED = ("trino", "bigquery", "snowflake")
+#: The name of the single segment key, as the files have it.
+SEGMENT = "segment"
+
+_INF = exp.cast(exp.Literal.string("inf"), "double")
 
 
-def sql(metric: str, *, task: Task | None = None, average: str | None = None,
-        dialect: str = "duckdb", pretty: bool = True) -> str:
-    """The query computing ``metric`` for ``task`` from a relation named ``predictions``.
+@dataclass(frozen=True)
+class Rewrite:
+    """One DuckDB construct and its portable form in the dialects that need it."""
 
-    It gives the family's tidy rows (``segment, metric, average, label, value``) for every
-    metric of the family; filter on ``metric`` for one. Parameters stay named (``$threshold``).
-    ``task`` defaults to multilabel, or to the metric's first task when it has no multilabel
-    form (clustering metrics read ``predictions(sample, truth, cluster, weight, segment)``).
-    """
-    if metric not in METRICS:
-        raise InputError(f"unknown metric {metric!r} (`mleval metrics` lists them)")
-    if task is None:
-        families = METRICS[metric].families
-        task = "multilabel" if "multilabel" in families else next(iter(families))
-    if task not in TASKS:
-        raise InputError(f"unknown task {task!r}; tasks are {list(TASKS)}")
-    steps = METRICS[metric].family(task, average).steps(task)
-    tree = sqlglot.parse_one(queries.load(steps[-1]), read="duckdb")
-    ctes = [exp.CTE(this=sqlglot.parse_one(queries.load(s), read="duckdb"),
-                    alias=exp.TableAlias(this=exp.to_identifier(STEPS[s].gives)))
-            for s in steps[:-1]]
-    own = tree.args.get("with_")
-    tree.set("with_", exp.With(expressions=[*ctes, *(own.expressions if own else [])]))
-    params = sorted({p for s in steps for p in STEPS[s].params})
-    columns = ("sample, truth, cluster, weight, segment" if task == "clustering"
-               else "sample, label, score, truth, weight, segment")
-    header = (f"-- {metric} ({task}): {' -> '.join(steps)}. Reads predictions({columns}); "
-              f"parameters: "
-              f"{', '.join('$' + p for p in params) or 'none'}.\n")
+    construct: str  # named in errors and docs
+    dialects: Callable[[str], bool]
+    rewrite: Callable[[exp.Expression, str], exp.Expression]
+
+
+def _not_duckdb(dialect: str) -> bool:
+    return dialect != "duckdb"
+
+
+def _unpivot(node: exp.Expression, dialect: str) -> exp.Expression:
+    """``SELECT * FROM t UNPIVOT INCLUDE NULLS (value FOR metric IN (a, b))`` ->
+    ``SELECT t.*, u.metric, CASE u.metric WHEN 'a' THEN t.a ... END AS value FROM t CROSS JOIN
+    (VALUES ('a'), ('b')) AS u(metric)``: one pass over t, a join with a constant list."""
+    if not isinstance(node, exp.Select):
+        return node
+    source = node.args.get("from_") and node.args["from_"].this
+    pivots = source.args.get("pivots") if isinstance(source, exp.Table) else None
+    if not pivots or not pivots[0].args.get("unpivot"):
+        return node
+    pivot = pivots[0]
+    if not pivot.args.get("include_nulls"):
+        raise InputError("UNPIVOT without INCLUDE NULLS has no portable form here")
+    value = pivot.expressions[0].name
+    field = pivot.args["fields"][0]
+    name, columns = field.this.name, [c.name for c in field.expressions]
+    table = source.alias_or_name
+    source = source.copy()
+    source.set("pivots", None)
+    listed = exp.Values(
+        expressions=[exp.Tuple(expressions=[exp.Literal.string(c)]) for c in columns],
+        alias=exp.TableAlias(this=exp.to_identifier("unpivoted"),
+                             columns=[exp.to_identifier(name)]))
+    case = exp.Case(this=exp.column(name, "unpivoted"), ifs=[
+        exp.If(this=exp.Literal.string(c), true=exp.column(c, table)) for c in columns])
+    out = node.copy()
+    out.set("expressions", [exp.Column(this=exp.Star(), table=exp.to_identifier(table))
+                            if isinstance(p, exp.Star) else p for p in out.expressions]
+            + [exp.column(name, "unpivoted"), exp.alias_(case, value)])
+    out.set("from_", exp.From(this=source))
+    out.set("joins", [exp.Join(this=listed, kind="CROSS"), *(out.args.get("joins") or [])])
+    return out
+
+
+def _any_value(node: exp.Expression, dialect: str) -> exp.Expression:
+    """``any_value(x)`` -> ``min(x)``: the files take it of values equal within the group (a
+    sample's weight, its one true label), where any value is the smallest."""
+    if isinstance(node, exp.IgnoreNulls) and isinstance(node.this, exp.AnyValue):
+        node = node.this
+    if isinstance(node, exp.AnyValue):
+        return exp.Min(this=node.this)
+    return node
+
+
+def _arg_min_max(node: exp.Expression, dialect: str) -> exp.Expression:
+    """``arg_min(x, (a, b))`` (or ``arg_max``), filtered or not: the x of the smallest (largest)
+    (a, b) in tuple order. Spark and Trino: ``min_by(x, struct)``; elsewhere the first element
+    of ``array_agg(x ORDER BY a, b)``."""
+    filtered = isinstance(node, exp.Filter) and isinstance(node.this, (exp.ArgMin, exp.ArgMax))
+    agg = node.this if filtered else node
+    if not isinstance(agg, (exp.ArgMin, exp.ArgMax)):
+        return node
+    keys = agg.expression.expressions if isinstance(agg.expression, exp.Tuple) \
+        else [agg.expression]
+    largest = isinstance(agg, exp.ArgMax)
+    where = node.expression if filtered else None
+    if dialect in ("spark", "databricks", "trino"):
+        key = exp.Struct(expressions=list(keys)) if dialect != "trino" \
+            else exp.Tuple(expressions=list(keys))
+        out: exp.Expression = (exp.ArgMax if largest else exp.ArgMin)(this=agg.this,
+                                                                          expression=key)
+        return exp.Filter(this=out, expression=where) if where else out
+    ordered = exp.Order(this=agg.this, expressions=[
+        exp.Ordered(this=k, desc=largest, nulls_first=not largest) for k in keys])  # no nulls
+    collected: exp.Expression = exp.ArrayAgg(this=ordered)
+    if where is not None:
+        collected = exp.Filter(this=collected, expression=where)
+    return exp.Bracket(this=exp.Paren(this=collected), expressions=[exp.Literal.number(0)],
+                       offset=0, safe=True)
+
+
+def _window_filter(node: exp.Expression, dialect: str) -> exp.Expression:
+    """``agg(x) FILTER (WHERE c) OVER w`` -> ``agg(CASE WHEN c THEN x END) OVER w`` (exact for
+    the null-skipping aggregates the files use; Spark has no FILTER on window functions)."""
+    if isinstance(node, exp.Window) and isinstance(node.this, exp.Filter):
+        agg = node.this.this.copy()
+        condition = node.this.expression.this
+        agg.set("this", exp.Case(ifs=[exp.If(this=condition, true=agg.this)]))
+        out = node.copy()
+        out.set("this", agg)
+        return out
+    return node
+
+
+def _isnan(node: exp.Expression, dialect: str) -> exp.Expression:
+    """``isnan(x)``: in PostgreSQL and Snowflake NaN equals itself, so equality finds it."""
+    if isinstance(node, exp.IsNan) and dialect in ("postgres", "snowflake"):
+        return exp.EQ(this=node.this, expression=exp.cast(exp.Literal.string("NaN"), "double"))
+    return node
+
+
+def _isinf(node: exp.Expression, dialect: str) -> exp.Expression:
+    """``isinf(x)`` -> ``abs(x) = inf``."""
+    if isinstance(node, exp.IsInf):
+        return exp.EQ(this=exp.Abs(this=node.this), expression=_INF.copy())
+    return node
+
+
+def _label_bits(node: exp.Expression, dialect: str) -> exp.Expression:
+    """``bit_count(bit_or(1 << (t.bit % 64)))``, DuckDB's fast count of a sample's distinct
+    labels (one bit per label), -> ``count(DISTINCT t.label)``."""
+    if not (isinstance(node, exp.Anonymous) and node.name.lower() == "bit_count"
+            and node.expressions and type(node.expressions[0]).__name__ == "BitwiseOrAgg"):
+        return node
+    bit = next(node.find_all(exp.Column))
+    return exp.Count(this=exp.Distinct(expressions=[exp.column("label", bit.table)]))
+
+
+def _listed_values(node: exp.Expression, dialect: str) -> exp.Expression:
+    """``(SELECT unnest([v1, v2]) AS x) AS t`` -> ``(VALUES (v1), (v2)) AS t(x)``."""
+    if not (isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select)
+            and not node.this.args.get("from_") and len(node.this.expressions) == 1):
+        return node
+    projection = node.this.expressions[0]
+    listed = projection.this if isinstance(projection, exp.Alias) else None
+    if not isinstance(listed, (exp.Explode, exp.Unnest)):
+        return node
+    array = listed.this if isinstance(listed, exp.Explode) else listed.expressions[0]
+    while isinstance(array, exp.Cast):
+        array = array.this
+    if not isinstance(array, exp.Array):
+        return node
+    return exp.Values(
+        expressions=[exp.Tuple(expressions=[v.copy()]) for v in array.expressions],
+        alias=exp.TableAlias(this=exp.to_identifier(node.alias),
+                             columns=[exp.to_identifier(projection.alias)]))
+
+
+def _subquery_alias(node: exp.Expression, dialect: str) -> exp.Expression:
+    """A subquery in FROM gets an alias (PostgreSQL before 16 requires one)."""
+    if isinstance(node, exp.From) and isinstance(node.this, exp.Subquery) \
+            and not node.this.alias:
+        node.this.set("alias", exp.TableAlias(this=exp.to_identifier("unnamed")))
+    return node
+
+
+#: Every rewrite, applied in this order to each node of a step for the dialects it names.
+REWRITES: tuple[Rewrite, ...] = (
+    Rewrite("UNPIVOT", _not_duckdb, _unpivot),
+    Rewrite("any_value", _not_duckdb, _any_value),
+    Rewrite("arg_min / arg_max over a tuple", _not_duckdb, _arg_min_max),
+    Rewrite("FILTER on a window function", _not_duckdb, _window_filter),
+    Rewrite("isnan", _not_duckdb, _isnan),
+    Rewrite("isinf", _not_duckdb, _isinf),
+    Rewrite("bit_count(bit_or(...)) label bits", _not_duckdb, _label_bits),
+    Rewrite("unnest of a listed array", _not_duckdb, _listed_values),
+    Rewrite("a subquery in FROM without an alias", _not_duckdb, _subquery_alias),
+)
+
+#: Constructs with no faithful form in a dialect: (dialect, node type, what to say).
+UNSUPPORTED: tuple[tuple[str, type[exp.Expression], str], ...] = (
+    ("bigquery", exp.Filter, "an aggregate FILTER over array_agg (arg_max with a filter)"),
+    ("snowflake", exp.Filter, "an aggregate FILTER over array_agg (arg_max with a filter)"),
+)
+
+
+def literal(value: object) -> exp.Expression:
+    """A parameter's value as a typed SQL literal (floats as DOUBLE everywhere)."""
+    if value is None:
+        return exp.null()
+    if isinstance(value, bool):
+        return exp.Boolean(this=value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InputError(f"{value!r} cannot be a parameter")
+        return exp.cast(exp.Literal.number(repr(value)), "double")
+    if isinstance(value, (list, tuple)):
+        return exp.Array(expressions=[literal(v) for v in value])
+    return exp.convert(value)
+
+
+def bind(tree: exp.Expression, params: dict[str, object]) -> exp.Expression:
+    """``tree`` with every ``$name`` replaced by the literal of ``params[name]``."""
+    def put(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Placeholder) and node.name:
+            if node.name not in params:
+                raise InputError(f"no value for the parameter ${node.name}")
+            return literal(params[node.name])
+        return node
+    return tree.transform(put)
+
+
+def portable(tree: exp.Expression, dialect: str) -> exp.Expression:
+    """``tree`` with every rewrite of :data:`REWRITES` that ``dialect`` needs applied."""
+    for rewrite in REWRITES:
+        if rewrite.dialects(dialect):
+            tree = tree.transform(lambda n, r=rewrite: r.rewrite(n, dialect))
+    return tree
+
+
+def expand_segment(tree: exp.Expression, keys: Sequence[str]) -> exp.Expression:
+    """Each mention of the ``segment`` column as the columns ``keys`` (unchanged when
+    ``keys == ["segment"]``): in projections, GROUP BY, PARTITION BY, and in comparisons
+    (``a.segment IS NOT DISTINCT FROM b.segment`` compares every key).
+
+    ``struct_pack(segment := segment, x := x) AS segment`` (a step that makes (segment, x) the
+    new segment) gives ``keys`` plus ``segment_x``."""
+    keys = list(keys)
+    plain = keys == [SEGMENT]
+
+    def columns(column: exp.Column) -> list[exp.Column]:
+        return [exp.column(k, column.table or None) for k in keys]
+
+    def is_segment(node: exp.Expression) -> bool:
+        return isinstance(node, exp.Column) and node.name == SEGMENT
+
+    def projection(p: exp.Expression) -> list[exp.Expression]:
+        if isinstance(p, exp.Alias) and isinstance(p.this, exp.Struct):
+            fields = {f.alias_or_name: f for f in p.this.expressions}
+            packed = fields.get(SEGMENT)
+            if packed is None:
+                return [p]
+            def value(field: exp.Expression) -> exp.Expression:  # struct_pack(name := value)
+                return (field.expression if isinstance(field, exp.PropertyEQ)
+                        else field.unalias()).copy()
+            return [*projection(value(packed)),
+                    *(exp.alias_(value(f), f"segment_{name}")
+                      for name, f in fields.items() if name != SEGMENT)]
+        if plain:
+            return [p]
+        target = p.this if isinstance(p, exp.Alias) else p
+        if is_segment(target) and (not isinstance(p, exp.Alias) or p.alias == SEGMENT):
+            return [exp.alias_(c, k) if isinstance(p, exp.Alias) else c
+                    for c, k in zip(columns(target), keys, strict=True)]
+        return [p]
+
+    def expand(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Select):
+            node.set("expressions", [q for p in node.expressions for q in projection(p)])
+        if plain:
+            return node
+        if isinstance(node, exp.Group):
+            node.set("expressions", [c for e in node.expressions
+                                     for c in (columns(e) if is_segment(e) else [e])])
+        if isinstance(node, exp.Window) and node.args.get("partition_by"):
+            node.set("partition_by", [c for e in node.args["partition_by"]
+                                      for c in (columns(e) if is_segment(e) else [e])])
+        if isinstance(node, (exp.NullSafeEQ, exp.EQ)) and is_segment(node.this) \
+                and is_segment(node.expression):
+            pairs = zip(columns(node.this), columns(node.expression), strict=True)
+            return exp.and_(*(type(node)(this=a, expression=b) for a, b in pairs))
+        return node
+
+    return tree.transform(expand, copy=True)
+
+
+def segment_keys(by: Sequence[str]) -> list[str]:
+    """The columns the segment key is spread over outside DuckDB: ``segment`` for none or one
+    segment column, ``segment_0, segment_1, ...`` for several."""
+    return [SEGMENT] if len(by) <= 1 else [f"segment_{i}" for i in range(len(by))]
+
+
+def grown_keys(step: str, keys: Sequence[str]) -> list[str]:
+    """The segment keys a step gives: its input's, plus one per extra field it packs in."""
+    tree = sqlglot.parse_one(queries.load(step), read="duckdb")
+    extra = [f"segment_{f.alias_or_name}" for s in tree.find_all(exp.Struct)
+             for f in s.expressions if f.alias_or_name != SEGMENT]
+    return [*keys, *extra]
+
+
+def step_tree(step: str, dialect: str, params: dict[str, object],
+              keys: Sequence[str] = (SEGMENT,)) -> exp.Expression:
+    """``queries/<step>.sql`` for ``dialect``, parameters as literals, segment spread over
+    ``keys``."""
+    tree = sqlglot.parse_one(queries.load(step), read="duckdb")
+    tree = bind(tree, params)
+    if dialect == "duckdb":
+        return tree
+    return portable(expand_segment(tree, keys), dialect)
+
+
+def render(tree: exp.Expression, dialect: str, *, pretty: bool = True, what: str = "") -> str:
+    """``tree`` written in ``dialect``; a construct it has no form for raises ``InputError``."""
+    for name, kind, text in UNSUPPORTED:
+        if dialect == name and any(isinstance(f.this, exp.ArrayAgg)
+                                   for f in tree.find_all(kind)):
+            raise InputError(f"{what or 'this query'} cannot be written in {dialect}: {text}")
     try:
-        body = tree.sql(dialect=dialect, pretty=pretty, unsupported_level=sqlglot.ErrorLevel.RAISE)
+        # the canonical names (sample, label, ...) are keywords somewhere (Snowflake's SAMPLE):
+        # outside the dialects the tests run, every identifier is quoted
+        return tree.sql(dialect=dialect, pretty=pretty, identify=dialect not in RUN,
+                        unsupported_level=sqlglot.ErrorLevel.RAISE)
     except sqlglot.errors.UnsupportedError as error:
-        raise InputError(f"{metric} cannot be written in {dialect}: {error}") from error
+        raise InputError(f"{what or 'this query'} cannot be written in {dialect}: "
+                         f"{error}") from error
     except ValueError as error:  # an unknown dialect name
         raise InputError(str(error)) from error
-    return header + body
+    except Exception as error:  # sqlglot has no way to write some node in this dialect
+        raise InputError(f"{what or 'this query'} cannot be written in {dialect}: "
+                         f"sqlglot fails ({type(error).__name__}: {error})") from error
+
+
+def step_sql(step: str, dialect: str, params: dict[str, object],
+             keys: Sequence[str] = (SEGMENT,), *, pretty: bool = True) -> str:
+    """:func:`step_tree` as text."""
+    return render(step_tree(step, dialect, params, keys), dialect, pretty=pretty, what=step)

@@ -81,8 +81,8 @@ rates AS (
         CASE WHEN n > 0 THEN fp0 / n END AS fpr0,
         -- powers of two near 1 / P and 1 / N: scaling by them is exact, so the trapezoids of
         -- whole weights sum exactly (as P * N would) without P * N overflowing or underflowing
-        CASE WHEN p > 0 THEN power(2.0, -ceil(log2(p))) END AS p_scale,
-        CASE WHEN n > 0 THEN power(2.0, -ceil(log2(n))) END AS n_scale
+        CASE WHEN p > 0 THEN power(2.0, -ceil(ln(p) / ln(2.0))) END AS p_scale,
+        CASE WHEN n > 0 THEN power(2.0, -ceil(ln(n) / ln(2.0))) END AS n_scale
     FROM (SELECT * FROM label_points UNION ALL SELECT * FROM micro_points) AS points
 ),
 terms AS (

@@ -38,8 +38,8 @@ scores AS (
              ELSE tp / (tp + fn_share * fn + fp_share * fp)
         END AS fbeta,
         CASE WHEN tp + fp + fn = 0 THEN zero_division ELSE tp / (tp + fp + fn) END AS jaccard,
-        CAST(exact AS DOUBLE) AS subset_accuracy,
-        CAST(top_true AS DOUBLE) AS adjusted_accuracy
+        CASE WHEN exact THEN 1.0 ELSE 0.0 END AS subset_accuracy,
+        CASE WHEN top_true THEN 1.0 ELSE 0.0 END AS adjusted_accuracy
     FROM counts, params, fbeta_shares
 ),
 long AS (

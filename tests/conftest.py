@@ -29,3 +29,5 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 @pytest.fixture(params=ENGINES)
 def engine(request: pytest.FixtureRequest) -> str:
     return request.param
+
+from tests.servers import pg_connection, postgres, spark  # noqa: E402, F401  (session fixtures)

@@ -56,18 +56,22 @@ def _keyed(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
                         value=pl.col("value").cast(pl.Float64), present=pl.lit(True))
 
 
-def run_standalone(sql: str, frame: pl.DataFrame, segment: str, params: dict) -> pl.DataFrame:
-    """A standalone query (``me.sql``) run on DuckDB over ``frame`` as ``predictions``, with
-    ``segment`` as its segment column and ``params`` (``micro``: true) bound."""
+def run_standalone(sql: str, frame: pl.DataFrame) -> pl.DataFrame:
+    """A statement of ``me.sql(..., table="predictions")`` run on DuckDB over ``frame``."""
     import duckdb
 
-    from mleval_sql import queries
-
     con = duckdb.connect()
-    con.register("predictions", frame.select("sample", "label", "score", "truth", "weight",
-                                             segment=pl.col(segment)))
-    values = {**params, "micro": True}
-    return con.sql(sql, params={p: values[p] for p in queries.parameters(sql)}).pl()
+    con.register("predictions", frame)
+    return con.sql(sql).pl()
+
+
+def statement_options(task: str, metric: str, segment: str) -> dict:
+    """``me.sql`` options for a standalone statement giving every average ``metric`` has."""
+    from mleval_sql.registry import METRICS
+
+    averages = METRICS[metric].averages(task)
+    return {"task": task, "table": "predictions", "by": segment,
+            "columns": {"weight": "weight"}, "average": list(averages) or None}
 
 
 def assert_standalone_equals_oracle(rows: pl.DataFrame, frame: pl.DataFrame, task: str,
@@ -76,7 +80,7 @@ def assert_standalone_equals_oracle(rows: pl.DataFrame, frame: pl.DataFrame, tas
     query gives."""
     from tests.oracle import expected
 
-    rows = rows.filter(pl.col("metric") == metric).rename({"segment": segment})
+    rows = rows.filter(pl.col("metric") == metric)
     averages = tuple(sorted({a or "none" for a in rows["average"].to_list()}))
     assert rows.height > 0
     want = expected(frame, task, metric, averages, [segment], params)

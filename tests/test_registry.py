@@ -13,7 +13,7 @@ from mleval_sql import queries
 from mleval_sql.engines import polars as plans
 from mleval_sql.registry import FAMILIES, METRICS, STEPS
 from tests.data import make_predictions
-from tests.helpers import assert_standalone_equals_oracle, run_standalone
+from tests.helpers import assert_standalone_equals_oracle, run_standalone, statement_options
 from tests.test_metrics import DEFAULT_PARAMS
 
 
@@ -60,7 +60,7 @@ def test_every_metric_has_a_summary_and_a_standalone_query(name):
         if task == "clustering":  # its own table shape: test_clustering runs its standalone query
             continue
         frame = make_predictions(task, seed=53, n_samples=30)
-        rows = run_standalone(me.sql(name, task=task), frame, "region", DEFAULT_PARAMS)
+        rows = run_standalone(me.sql(name, **statement_options(task, name, "region")), frame)
         assert_standalone_equals_oracle(rows, frame, task, name, "region", DEFAULT_PARAMS)
 
 
@@ -69,11 +69,11 @@ def test_every_metric_has_a_summary_and_a_standalone_query(name):
 def test_other_dialects_read_back_give_the_oracle_values(name, dialect):
     """A rendering for another dialect, read back into DuckDB's and run there: the oracle's
     values (only DuckDB runs here: this checks what sqlglot wrote, not those engines)."""
-    rendered = me.sql(name, task="multilabel", dialect=dialect)
+    rendered = me.sql(name, dialect=dialect, **statement_options("multilabel", name, "region"))
     try:
         back = sqlglot.transpile(rendered, read=dialect, write="duckdb")[0]
     except sqlglot.errors.ParseError as error:  # sqlglot writes what it cannot read back
         pytest.skip(f"sqlglot cannot read its {dialect} rendering back: {error}")
     frame = make_predictions("multilabel", seed=54, n_samples=30)
-    rows = run_standalone(back, frame, "region", DEFAULT_PARAMS)
+    rows = run_standalone(back, frame)
     assert_standalone_equals_oracle(rows, frame, "multilabel", name, "region", DEFAULT_PARAMS)
