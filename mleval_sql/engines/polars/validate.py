@@ -30,10 +30,9 @@ def validate_summary(predictions: pl.LazyFrame) -> pl.LazyFrame:
         min_score=pl.col("score").min(),
         max_score=pl.col("score").max(),
         bad_weight=(_weight.is_null() | (_weight < 0) | ~_weight.is_finite()).sum(),
-        # the smallest (sample, label) row with the problem, as the SQL's min of a struct
-        example_null_score=_first_row(null_score, "sample", "label"),
-        example_nan_score=_first_row(nan_score, "sample", "label", "score"),
-        example_bad_truth=_first_row(bad_truth, "sample", "label", _truth.alias("truth")),
+        **_first_row("null_score", null_score),
+        **_first_row("nan_score", nan_score, pl.col("score")),
+        **_first_row("bad_truth", bad_truth, _truth),
         min_bad_truth=_truth.filter(bad_truth).min(),
         max_bad_truth=_truth.filter(bad_truth).max(),
     )
@@ -75,6 +74,10 @@ def validate_summary(predictions: pl.LazyFrame) -> pl.LazyFrame:
     return sample_checks.join(value_checks, on="segment", how="inner", nulls_equal=True)
 
 
-def _first_row(where: pl.Expr, *fields: str | pl.Expr) -> pl.Expr:
-    """The smallest struct of ``fields`` among the rows ``where`` holds (null if none)."""
-    return pl.struct(*fields).filter(where).sort().first()
+def _first_row(problem: str, where: pl.Expr, value: pl.Expr | None = None) -> dict[str, pl.Expr]:
+    """``example_<problem>_sample`` / ``_label`` (/ ``_value``): the smallest (sample, label)
+    row where ``where`` holds (nulls if none), as the SQL's ``arg_min(x, (sample, label))``."""
+    fields = {"sample": pl.col("sample"), "label": pl.col("label"),
+              **({} if value is None else {"value": value})}
+    first = pl.struct(**fields).filter(where).sort().first()
+    return {f"example_{problem}_{name}": first.struct.field(name) for name in fields}
