@@ -115,13 +115,22 @@ def _divide(numerator: pl.Expr, value: float, like: pl.Expr) -> pl.Expr:
     return numerator / (like * 0.0 + value)
 
 
+def _scale(total: pl.Expr) -> pl.Expr:
+    """A power of two near 1 / ``total``: scaling by it is exact, so the trapezoids of whole
+    weights sum exactly (as P * N would) without P * N overflowing or underflowing."""
+    return pl.lit(2.0).pow(-total.log(2).ceil())
+
+
 def _label_points(curve_points: pl.LazyFrame) -> pl.LazyFrame:
-    """Each point of each label's curve with the previous point (tp0, fp0) and P, N."""
+    """Each point of each label's curve with the previous point (tp0, fp0), P, N and their
+    scales (computed once per label, not on every point)."""
     tp, fp, pos, neg = (pl.col(c) for c in ("tp", "fp", "pos", "neg"))
     # P and N from the origin (+inf), where fn = P and tn = N: the same value on every point
+    big_p, big_n = pl.col("fn").max(), pl.col("tn").max()
     return curve_points.select(
         *_KEYS, "threshold", "tp", "fp", "pos", "neg", tp0=tp - pos, fp0=fp - neg,
-        p=pl.col("fn").max().over(_KEYS), n=pl.col("tn").max().over(_KEYS))
+        p=big_p.over(_KEYS), n=big_n.over(_KEYS),
+        p_scale=_scale(big_p).over(_KEYS), n_scale=_scale(big_n).over(_KEYS))
 
 
 def _micro_points(curve_points: pl.LazyFrame) -> pl.LazyFrame:
@@ -146,6 +155,8 @@ def _micro_points(curve_points: pl.LazyFrame) -> pl.LazyFrame:
                 .over("segment"),
                 p=tp.last().over("segment"),
                 n=fp.last().over("segment"),
+                p_scale=_scale(tp.last()).over("segment"),
+                n_scale=_scale(fp.last()).over("segment"),
             ))
 
 
@@ -155,10 +166,10 @@ def _curve_values(points: pl.LazyFrame, keys: list[str], max_fpr: float | None) 
     tp, fp, tp0, fp0, pos, neg, p, n = (
         pl.col(c) for c in ("tp", "fp", "tp0", "fp0", "pos", "neg", "p", "n"))
     # never a product of raw weight sums (P * N overflows at weights of 1e300): the trapezoids
-    # in units of P and N scaled by powers of two near 1 / P and 1 / N (exact, so whole weights
-    # sum exactly), the other terms from rates (tp / P, fp / N)
+    # in units of P and N scaled by powers of two near 1 / P and 1 / N (_scale), the other
+    # terms from rates (tp / P, fp / N)
     big_p, big_n = p.max(), n.max()
-    p_scale, n_scale = (pl.lit(2.0).pow(-total.log(2).ceil()) for total in (p, n))
+    p_scale, n_scale = pl.col("p_scale"), pl.col("n_scale")
     tpr, tpr0 = tp / p, tp0 / p
     fpr, fpr0 = fp / n, fp0 / n
     if max_fpr is None or max_fpr >= 1:
