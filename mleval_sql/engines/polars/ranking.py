@@ -56,20 +56,21 @@ def ranked_points(predictions: pl.LazyFrame, *, bins: int | None) -> pl.LazyFram
     weight (pos, neg) at that score: one sort by score, running sums per label, and a row ends
     its block of tied scores where the label's next row has another score (no aggregation over
     distinct scores). Mirrors queries/ranked_points.sql."""
-    score, pos, neg, tp, fp = (pl.col(c) for c in ("score", "pos", "neg", "tp", "fp"))
-    # segment and label as Categorical through the sort (4 bytes a row instead of 16); scores
-    # alone are sorted (faster than by label and score), and each label's rows keep that order
-    # inside .over()
+    score, tp, fp = pl.col("score"), pl.col("tp"), pl.col("fp")
+    pos = pl.when(truth).then(weight).otherwise(0.0)
+    neg = pl.when(truth).then(0.0).otherwise(weight)
+    # segment and label as Categorical through the sort (4 bytes a row instead of 16), and truth
+    # and weight rather than pos and neg (a constant weight is a scalar column: 9 bytes a row
+    # or 1 instead of 16); scores alone are sorted (faster than by label and score), and each
+    # label's rows keep that order inside .over()
     schema = predictions.collect_schema()
     text = [k for k in _KEYS if schema[k] == pl.String]
     keys = [pl.col(k).cast(pl.Categorical) if k in text else pl.col(k) for k in _KEYS]
-    rows = predictions.select(
-        *keys, score=_gridded(bins), pos=pl.when(truth).then(weight).otherwise(0.0),
-        neg=pl.when(truth).then(0.0).otherwise(weight))
+    rows = predictions.select(*keys, "truth", "weight", score=_gridded(bins))
     # each label's origin as a row of no weight at +inf: it sorts first, and the running sums
     # give it tp = fp = 0 and fn = P, tn = N like any other point (no second pass over the rows)
     origins = predictions.select(*keys).unique().with_columns(
-        score=pl.lit(float("inf")), pos=pl.lit(0.0), neg=pl.lit(0.0))
+        truth=pl.lit(False), weight=pl.lit(0.0), score=pl.lit(float("inf")))
     ends = pl.concat([origins, rows]).sort("score", descending=True).with_columns(
         tp=pos.cum_sum().over(_KEYS),
         fp=neg.cum_sum().over(_KEYS),
