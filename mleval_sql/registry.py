@@ -299,16 +299,6 @@ METRICS: dict[str, Metric] = _metrics(
            {"clustering": CONTINGENCY}),
 )
 
-DEFAULTS: dict[str, object] = {
-    "threshold": 0.5, "beta": 1.0, "k": 2, "zero_division": None, "thresholds": None,
-    "bins": None, "max_fpr": None, "min_recall": 0.9, "min_precision": 0.9, "n_bins": 10,
-    "average_method": "arithmetic",
-    "kind": "roc", "drop_intermediate": None,  # None: as scikit-learn (roc drops, pr keeps)
-}
-#: The means of two entropies that normalized_mutual_info and adjusted_mutual_info divide by.
-AVERAGE_METHODS = ("arithmetic", "geometric", "min", "max")
-
-
 def default_averages(task: Task) -> tuple[str, ...]:
     """Per label for binary and regression (usually one label), the macro average otherwise
     (clustering metrics have no averages)."""

@@ -10,7 +10,8 @@ import pytest
 
 import mleval_sql as me
 from mleval_sql.cli import main
-from mleval_sql.registry import DEFAULTS, METRICS
+from mleval_sql.params import DEFAULTS
+from mleval_sql.registry import METRICS
 from tests.data import make_predictions
 from tests.helpers import assert_same_rows
 from tests.oracle import expected

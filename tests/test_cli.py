@@ -18,7 +18,7 @@ import pytest
 import mleval_sql as me
 from mleval_sql import plot
 from mleval_sql.cli import averages_text, build_parser, main, table
-from mleval_sql.registry import DEFAULTS
+from mleval_sql.params import DEFAULTS
 from mleval_sql.schema import TASKS
 from tests.helpers import assert_frames_close
 

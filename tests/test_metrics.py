@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 import pytest
 
 import mleval_sql as me
-from mleval_sql.registry import DEFAULTS, METRICS
+from mleval_sql.params import DEFAULTS
+from mleval_sql.registry import METRICS
 from tests.data import make_predictions
 from tests.helpers import assert_same_rows
 from tests.oracle import ORACLES, expected
