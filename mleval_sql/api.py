@@ -300,10 +300,8 @@ def _prepared(source: Any, *, by: list[str], task: Task | None, engine: EngineNa
     if weight is not None:
         LOG.info("counts are weighted by column %r (columns={'weight': None}, --column weight= "
                  "to ignore it)", weight)
-    options: dict[str, Any] = {"memory_limit": memory_limit, "clustering": clusters}
-    if engine == "duckdb":
-        options["connection"] = connection
-    runner = make_engine(engine, src, cols, weight, by, **options)
+    runner = make_engine(engine, src, cols, weight, by, memory_limit=memory_limit,
+                         clustering=clusters, connection=connection)
     try:
         with stage("checks"):
             summary = runner.summary()

@@ -26,6 +26,6 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
-@pytest.fixture(params=ENGINES)
+@pytest.fixture(params=list(ENGINES))
 def engine(request: pytest.FixtureRequest) -> str:
     return request.param

@@ -20,8 +20,8 @@ import polars as pl
 import pytest
 
 import mleval_sql as me
+from mleval_sql.engines import ENGINES
 
-ENGINES = ["duckdb", "polars"]
 LABELS = ("cat", "dog", "eel")
 
 

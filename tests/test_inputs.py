@@ -23,11 +23,11 @@ import pyarrow.dataset as pads
 import pytest
 
 import mleval_sql as me
+from mleval_sql.engines import ENGINES
 from tests.helpers import assert_same_rows
 from tests.oracle import expected
 from tests.test_metrics import DEFAULT_PARAMS
 
-ENGINES = ["duckdb", "polars"]
 METRICS = ["accuracy", "precision", "recall", "f1", "tp", "fp", "fn", "tn", "support",
            "jaccard", "mcc", "subset_accuracy", "hamming_loss"]
 AVERAGES = ["none", "micro", "macro"]

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import pytest
 
 import mleval_sql as me
+from mleval_sql.engines import ENGINES
 from mleval_sql.params import DEFAULTS
 from mleval_sql.registry import METRICS
 from tests.data import make_predictions
@@ -95,6 +96,6 @@ def test_engines_agree_on_every_metric(case):
     for averages, names in groups.items():
         results = [me.evaluate(frame, names, by=list(case.by), task=case.task, engine=e,
                                average=averages or None, **params)
-                   for e in ("duckdb", "polars")]
+                   for e in ENGINES]
         assert results[0].height > 0
         assert_same_rows(results[0], results[1], list(case.by), rel=1e-12)

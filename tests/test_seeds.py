@@ -18,10 +18,10 @@ import polars as pl
 import pytest
 
 import mleval_sql as me
+from mleval_sql.engines import ENGINES
 
 SEEDS = Path(__file__).resolve().parent.parent / "fixtures" / "seeds"
 EXPECTED = json.loads((SEEDS / "expected.json").read_text(encoding="utf-8"))
-ENGINES = ("duckdb", "polars")
 NOT_KEYS = ("value", "how")  # every other field of an expected row identifies its result row
 
 

@@ -1,15 +1,20 @@
-"""The two engines: polars lazy plans and DuckDB SQL, behind one small interface.
+"""The engines, behind one small interface, and the table of them (:data:`ENGINES`).
 
 An engine is built on a source, the column mapping and the segment columns; ``summary()`` gives
-the validation summary and ``results(steps, params)`` the metric rows of each final step.
+the validation summary and ``results(steps, params)`` the metric rows of each final step. Every
+engine subclasses :class:`mleval_sql.engines.base.BaseEngine` (the segment loop, the canonical
+columns) and is one entry of :data:`ENGINES`, which the API, the command line's ``--engine``
+and the tests' ``engine`` fixture read.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import polars as pl
 
@@ -20,9 +25,6 @@ from mleval_sql.sources import Source
 #: per segment). The engines drop the others before they are materialised, so that a million
 #: segments cost a million of the rows asked for, not of every row a step can give.
 Keep = Mapping[str, tuple[Sequence[str], Sequence[str]]]
-
-EngineName = Literal["duckdb", "polars"]
-ENGINES: tuple[EngineName, ...] = ("duckdb", "polars")
 
 _SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(b|bytes|[kmgt]i?b|%)\s*", re.IGNORECASE)
 _UNITS = {"b": 1, "bytes": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
@@ -61,14 +63,39 @@ class Engine(Protocol):
     def close(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class EngineEntry:
+    """An engine: its ``name``, the ``factory`` that builds it (``factory(source, columns,
+    weight, by, memory_limit=..., clustering=..., **options)``; a ``"module:Class"`` string is
+    imported when first used), and the ``options`` of ``evaluate`` it takes beyond
+    ``memory_limit`` (others given are not passed on)."""
+
+    name: str
+    factory: Callable[..., Engine] | str
+    options: tuple[str, ...] = ()
+
+    def make(self, *args: Any, **options: Any) -> Engine:
+        factory = self.factory
+        if isinstance(factory, str):
+            module, _, name = factory.partition(":")
+            factory = getattr(importlib.import_module(module), name)
+        common = ("memory_limit", "clustering")
+        return factory(*args, **{k: v for k, v in options.items()
+                                 if k in common or k in self.options})
+
+
+#: Every engine, by name; the first is the default.
+ENGINES: dict[str, EngineEntry] = {e.name: e for e in (
+    EngineEntry("duckdb", "mleval_sql.engines.duckdb:DuckDBEngine", ("connection",)),
+    EngineEntry("polars", "mleval_sql.engines.polars.engine:PolarsEngine"),
+)}
+#: An engine's name: a key of :data:`ENGINES`.
+EngineName = str
+
+
 def make_engine(name: str, source: Source, columns: Columns, weight: str | None,
                 by: Sequence[str], **options: Any) -> Engine:
-    """The engine called ``name`` over ``source``."""
-    if name == "duckdb":
-        from mleval_sql.engines.duckdb import DuckDBEngine
-        return DuckDBEngine(source, columns, weight, by, **options)
-    if name == "polars":
-        options.pop("connection", None)
-        from mleval_sql.engines.polars.engine import PolarsEngine
-        return PolarsEngine(source, columns, weight, by, **options)
-    raise InputError(f"unknown engine {name!r}; engines are {list(ENGINES)}")
+    """The engine called ``name`` over ``source`` (``options`` it does not take are dropped)."""
+    if name not in ENGINES:
+        raise InputError(f"unknown engine {name!r}; engines are {list(ENGINES)}")
+    return ENGINES[name].make(source, columns, weight, by, **options)
