@@ -19,13 +19,16 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from mleval_sql import files as listing
 from mleval_sql import queries
 from mleval_sql.engines import Keep
 from mleval_sql.engines.base import BaseEngine, Canonical, canonical_columns
+from mleval_sql.lakes import Lake
+from mleval_sql.lakes.stores import store_error
 from mleval_sql.progress import stage
 from mleval_sql.registry import STEPS
 from mleval_sql.schema import Columns, InputError
-from mleval_sql.sources import DuckDBRelation, Source
+from mleval_sql.sources import ArrowDataset, Csv, DuckDBRelation, InMemory, Parquet, Source
 
 
 class DuckDBEngine(BaseEngine):
@@ -81,7 +84,7 @@ class DuckDBEngine(BaseEngine):
         # progress is drawn by mleval_sql.progress (stages, segments): DuckDB's own bar would
         # write over it
         self._set("enable_progress_bar", False)
-        relation = source.duckdb(self.con)
+        relation = read(source, self.con)
         if isinstance(source, DuckDBRelation):
             relation.create_view(self._name("input"), replace=True)
             if self._visible(self._name("input")):  # it lives on this connection: use it there
@@ -248,3 +251,66 @@ class DuckDBEngine(BaseEngine):
 
 
 _STAT_TABLES = tuple(sorted({s.gives for s in STEPS.values() if s.gives}))
+
+
+# -- readers: each source type as a DuckDB relation ------------------------------------------
+
+@functools.singledispatch
+def read(source: Source, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    """``source`` as a relation on ``con``, scanned lazily where the source is."""
+    raise TypeError(f"DuckDB cannot read a {type(source).__name__}")
+
+
+@read.register
+def _(source: Parquet, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    # DuckDB globs every path it is given: wildcards in a local file's name are escaped
+    local = not any("://" in f for f in source.files)
+    files = [listing.glob_escape(f) for f in source.files] if local else source.files
+    return con.read_parquet(list(files), hive_partitioning=True,
+                            union_by_name=len(source.files) > 1)
+
+
+#: polars types -> DuckDB's, so that both engines read a CSV file's columns alike
+_CSV_TYPES = {pl.Int64: "BIGINT", pl.Float64: "DOUBLE", pl.Boolean: "BOOLEAN",
+              pl.String: "VARCHAR", pl.Date: "DATE", pl.Datetime: "TIMESTAMP", pl.Time: "TIME"}
+
+
+@read.register
+def _(source: Csv, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    types = {name: _CSV_TYPES.get(dtype.base_type(), "VARCHAR")
+             for name, dtype in source.schema().items()}
+    # DuckDB globs every path it is given: wildcards in a file's name are escaped
+    return con.read_csv([listing.glob_escape(f) for f in source.files], header=True,
+                        dtype=types)
+
+
+@read.register
+def _(source: InMemory, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    # An anonymous relation, scanned through Arrow (a LazyFrame is re-run on each scan):
+    # registering a name would leave it on the user's connection and shadow their own table.
+    return con.from_arrow(source.frame)
+
+
+@read.register
+def _(source: ArrowDataset, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    return con.from_arrow(source.dataset)
+
+
+@read.register
+def _(source: DuckDBRelation, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    relation = source.relation
+    coded = {name for name, dtype in zip(relation.columns, relation.types, strict=True)
+             if str(dtype).startswith("ENUM")}
+    if not coded:
+        return relation
+    return relation.project(", ".join(
+        f"CAST({queries.identifier(n)} AS VARCHAR) AS {queries.identifier(n)}" if n in coded
+        else queries.identifier(n) for n in relation.columns))
+
+
+@read.register
+def _(source: Lake, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    try:
+        return con.from_arrow(source.dataset())
+    except OSError as error:
+        raise store_error(source.name, error) from None

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-import duckdb
 import polars as pl
 import pyarrow as pa
 import pyarrow.dataset as pads
@@ -55,12 +54,6 @@ class Lake:
         try:
             return _plain(self.scan())
         except (OSError, pl.exceptions.ComputeError) as error:
-            raise store_error(self.name, error) from None
-
-    def duckdb(self, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
-        try:
-            return con.from_arrow(self.dataset())
-        except OSError as error:
             raise store_error(self.name, error) from None
 
 
