@@ -38,9 +38,7 @@ STEPS: dict[str, Step] = {s.name: s for s in (
     Step("sample_metrics", ("sample_counts",), None, ("beta", "zero_division")),
     Step("true_ranks", ("predictions",), "true_ranks"),
     Step("top_k_metrics", ("true_ranks",), None, ("k",)),
-    # ranking across samples, per label: the curve from one sorted pass (ranked_points); threshold
-    # sweeps from the weight per distinct score (score_counts)
-    Step("score_counts", ("predictions",), "score_counts", ("bins",)),
+    # ranking across samples, per label: the curve from one sorted pass (ranked_points)
     Step("ranked_points", ("predictions",), "curve_points", ("bins",)),
     Step("curve_counts", ("curve_points",), "confusion_counts", ("threshold",)),
     Step("ranking_metrics", ("curve_points",), None, ("max_fpr", "micro")),

@@ -21,23 +21,15 @@ import pytest
 
 import mleval_sql as me
 from mleval_sql.engines import ENGINES
+from tests.data import cat_dog_eel
 
 LABELS = ("cat", "dog", "eel")
 
 
 def make_data(n_samples: int = 12, seed: int = 3) -> pl.DataFrame:
     """A good multilabel table: 12 samples x 3 labels, per-sample weights, two regions."""
-    rng = np.random.default_rng(seed)
-    n = n_samples * len(LABELS)
-    sample = np.repeat(np.arange(n_samples), len(LABELS))
-    return pl.DataFrame({
-        "sample": sample,
-        "label": np.tile(LABELS, n_samples),
-        "score": rng.random(n).round(3),
-        "truth": (rng.random(n) < 0.4).astype(np.int64),
-        "weight": rng.integers(1, 4, n_samples).astype(float)[sample],
-        "region": np.array(["north", "south"])[sample % 2],
-    })
+    return cat_dog_eel(n_samples, seed, ("north", "south")).with_columns(
+        pl.col("truth").cast(pl.Int64))
 
 
 def multiclass(data: pl.DataFrame) -> pl.DataFrame:

@@ -24,6 +24,7 @@ import pytest
 
 import mleval_sql as me
 from mleval_sql.engines import ENGINES
+from tests.data import cat_dog_eel
 from tests.helpers import assert_same_rows
 from tests.oracle import expected
 from tests.test_metrics import DEFAULT_PARAMS
@@ -31,23 +32,13 @@ from tests.test_metrics import DEFAULT_PARAMS
 METRICS = ["accuracy", "precision", "recall", "f1", "tp", "fp", "fn", "tn", "support",
            "jaccard", "mcc", "subset_accuracy", "hamming_loss"]
 AVERAGES = ["none", "micro", "macro"]
-LABELS = ("cat", "dog", "eel")
 
 
 def make_data(n_samples: int = 40, seed: int = 7) -> pl.DataFrame:
     """The multilabel table: weights constant within a sample, about 40% true labels."""
-    rng = np.random.default_rng(seed)
-    n = n_samples * len(LABELS)
-    sample = np.repeat(np.arange(n_samples), len(LABELS))
-    return pl.DataFrame({
-        "sample": sample,
-        "label": np.tile(LABELS, n_samples),
-        "score": rng.random(n).round(3),
-        "truth": rng.random(n) < 0.4,
-        "weight": rng.integers(1, 4, n_samples).astype(float)[sample],
-        "region": np.array(["north", "south", "west"])[sample % 3],
-        "channel": np.array(["app", "web"])[(sample // 3) % 2],
-    })
+    data = cat_dog_eel(n_samples, seed, ("north", "south", "west"))
+    return data.with_columns(channel=pl.Series(np.array(["app", "web"])[
+        (data["sample"].to_numpy() // 3) % 2]))
 
 
 def run(source: Any, engine: str, **kwargs: Any) -> pl.DataFrame:

@@ -24,7 +24,7 @@ def threshold_buckets(predictions: pl.LazyFrame, *, thresholds: Sequence[float],
     score goes to the highest threshold at or below it (null: below them all).
 
     With ``bins`` the thresholds are k/bins and a score's place is computed, exactly as
-    score_counts does; otherwise a binary search of the sorted list.
+    ranked_points grids a score; otherwise a binary search of the sorted list.
     """
     score = pl.col("score")
     if bins is None:
