@@ -151,11 +151,12 @@ def evaluate(
             task = only
     with _prepared(source, by=by, task=task, engine=engine, columns=columns,
                    memory_limit=memory_limit, connection=connection,
-                   storage_options=storage_options, as_of=as_of) as (runner, task, check):
+                   storage_options=storage_options, as_of=as_of) as (runner, task, check_metrics):
         if names is None:
             names = list(clustering.DEFAULT_METRICS if task == "clustering"
                          else DEFAULT_METRICS)
-        check([m for m in names if METRICS[m].probabilities or METRICS[m].whole_weights])
+        check_metrics([m for m in names
+                       if METRICS[m].probabilities or METRICS[m].whole_weights])
         averages = _averages(average, task)
         plan = _plan(names, task, averages, sweep=params["thresholds"] is not None)
         params["micro"] = "micro" in averages  # a pooled curve costs a sort of its own
@@ -194,7 +195,7 @@ def check(
     by = [by] if isinstance(by, str) else list(by)
     with _prepared(source, by=by, task=task, engine=engine, columns=columns,
                    memory_limit=memory_limit, connection=connection,
-                   storage_options=storage_options, as_of=as_of) as (_, task, _check):
+                   storage_options=storage_options, as_of=as_of) as (_, task, _):
         return task
 
 
@@ -252,11 +253,11 @@ def curve(
         else bool(drop_intermediate)
     with _prepared(source, by=by, task=task, engine=engine, columns=columns,
                    memory_limit=memory_limit, connection=connection,
-                   storage_options=storage_options, as_of=as_of) as (runner, task, check):
+                   storage_options=storage_options, as_of=as_of) as (runner, task, check_metrics):
         if task in ("regression", "clustering"):
             raise InputError(f"curves are for classification tasks, not {task}")
         if kind == "reliability":
-            check(["a reliability table"])
+            check_metrics(["a reliability table"])
         steps = CURVES[kind]
         table = runner.results(steps, params)[steps[-1]]
     out = _unpack_segment(table, by)

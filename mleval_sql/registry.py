@@ -47,7 +47,7 @@ STEPS: dict[str, Step] = {s.name: s for s in (
     # threshold sweeps: one scan into at most T + 1 buckets per label, then running sums
     Step("threshold_buckets", ("predictions",), "threshold_buckets", ("thresholds", "bins")),
     Step("listed_points", ("threshold_buckets",), "sweep_points", ("thresholds",)),
-    Step("points_confusion", ("sweep_points",), "confusion_counts"),
+    Step("sweep_counts", ("sweep_points",), "confusion_counts"),
     Step("pair_counts", ("predictions",), "pair_counts"),
     Step("ovo_metrics", ("pair_counts",)),
     # ranking across labels, per sample
@@ -107,7 +107,7 @@ OPERATING = Family("operating", "operating_points", dict.fromkeys(_SCORED, _CURV
 #: counts at each threshold, each (segment, threshold) becoming one segment for decision_metrics.
 SWEEP = Family("sweep", "decision_metrics",
                dict.fromkeys(("binary", "multilabel"),
-                             ("threshold_buckets", "listed_points", "points_confusion")),
+                             ("threshold_buckets", "listed_points", "sweep_counts")),
                LABEL_AVERAGES)
 OVO = Family("ovo", "ovo_metrics", {"multiclass": ("pair_counts",)}, ("macro", "weighted"))
 LABEL_RANKING = Family("label_ranking", "label_ranking_metrics",

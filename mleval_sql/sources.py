@@ -43,7 +43,7 @@ class Parquet:
 
     def polars(self) -> pl.LazyFrame:
         # the files agree on the columns a request uses (check); others may come and go
-        return _plain(pl.scan_parquet(list(self.files), hive_partitioning=True,
+        return categories_as_strings(pl.scan_parquet(list(self.files), hive_partitioning=True,
                                       glob=not self._local(), missing_columns="insert",
                                       extra_columns="ignore"))
 
@@ -107,7 +107,7 @@ class ArrowDataset:
         return self.polars().collect_schema()
 
     def polars(self) -> pl.LazyFrame:
-        return _plain(pl.scan_pyarrow_dataset(self.dataset))
+        return categories_as_strings(pl.scan_pyarrow_dataset(self.dataset))
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ class DuckDBRelation:
 
     def polars(self) -> pl.LazyFrame:
         # one DuckDB call at a time: a plan that reads its input twice reads it through a cache
-        return _plain(self.relation.pl(lazy=True)).cache()
+        return categories_as_strings(self.relation.pl(lazy=True)).cache()
 
 
 Source = Parquet | Csv | InMemory | ArrowDataset | DuckDBRelation | Lake
@@ -148,25 +148,25 @@ def as_source(data: Any, *, storage_options: StorageOptions | None = None,
                                                    for p in data):
         return _files(data)
     if isinstance(data, pl.LazyFrame):
-        return InMemory(_plain(data))
+        return InMemory(categories_as_strings(data))
     if isinstance(data, pl.DataFrame):
-        return InMemory(_plain(data.lazy()))
+        return InMemory(categories_as_strings(data.lazy()))
     if isinstance(data, pa.Table):
-        return InMemory(_plain(pl.from_arrow(data).lazy()))  # type: ignore[union-attr]
+        return InMemory(categories_as_strings(pl.from_arrow(data).lazy()))  # type: ignore[union-attr]
     if isinstance(data, pa.RecordBatchReader):
         # a reader can be read once, and evaluation scans twice (checks, then metrics)
-        return InMemory(_plain(pl.from_arrow(data.read_all()).lazy()))  # type: ignore[union-attr]
+        return InMemory(categories_as_strings(pl.from_arrow(data.read_all()).lazy()))  # type: ignore[union-attr]
     if isinstance(data, pads.Dataset):
         return ArrowDataset(data)
     if isinstance(data, duckdb.DuckDBPyRelation):
         return DuckDBRelation(data)
     if type(data).__module__.split(".")[0] == "pandas":
-        return InMemory(_plain(pl.from_pandas(data).lazy()))
+        return InMemory(categories_as_strings(pl.from_pandas(data).lazy()))
     raise InputError(f"cannot read predictions from a {type(data).__name__}; give parquet "
                      "or CSV paths, an Arrow table or dataset, a polars, pandas or DuckDB table")
 
 
-def _plain(frame: pl.LazyFrame) -> pl.LazyFrame:
+def categories_as_strings(frame: pl.LazyFrame) -> pl.LazyFrame:
     """``frame`` with Categorical and Enum columns as plain strings.
 
     DuckDB reads Arrow dictionaries as VARCHAR, so labels and segments must compare and sort by

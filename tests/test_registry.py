@@ -111,3 +111,7 @@ def test_a_family_gives_exactly_the_metrics_the_registry_names(family, task, eng
               or (family is SAMPLES and metric.samples_average)}
     assert wanted <= given, f"named in the registry, not given: {sorted(wanted - given)}"
     assert given <= set(METRICS), f"given, not in the registry: {sorted(given - set(METRICS))}"
+
+
+def test_the_polars_package_exports_exactly_the_steps():
+    assert set(plans.__all__) == set(STEPS)

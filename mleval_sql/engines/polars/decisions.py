@@ -12,6 +12,8 @@ import polars as pl
 from mleval_sql.engines.polars._common import label_averages, rate_scores, ratio, truth, weight
 from mleval_sql.registry import LABEL_AVERAGES
 
+__all__ = ["decision_metrics", "threshold_counts"]
+
 LABEL_METRICS = ("tp", "fp", "fn", "tn", "support", "accuracy", "precision", "recall", "f1",
                  "fbeta", "specificity", "jaccard", "mcc")
 AVERAGED = {"macro", "weighted", "macro_std"}  # the averages label_averages gives

@@ -198,7 +198,7 @@ def ranking_metrics(curve_points: pl.LazyFrame, *, max_fpr: float | None, micro:
 
 # -- curves (queries/curve_rates.sql) -------------------------------------------------------------
 
-def _kept(kind: str) -> pl.Expr:
+def _kept_by_sklearn(kind: str) -> pl.Expr:
     """The points scikit-learn's roc_curve / precision_recall_curve(drop_intermediate=True) keep:
     the first, the last, and (roc) corners where the second difference of fp or tp is not 0,
     (pr) points whose tp differs from the previous or the next point's."""
@@ -220,7 +220,7 @@ def curve_rates(curve_points: pl.LazyFrame, *, kind: str,
     origin = tp + fp == 0  # every other point predicts some weight positive
     points = curve_points.filter(~origin)
     if drop_intermediate:  # thresholds are distinct within a label: one sort orders them all
-        points = points.sort("threshold", descending=True).filter(_kept(kind))
+        points = points.sort("threshold", descending=True).filter(_kept_by_sklearn(kind))
     table = pl.concat([curve_points.filter(origin), points], how="diagonal")
     return table.select(
         *_KEYS, "threshold", "tp", "fp", "fn", "tn",
