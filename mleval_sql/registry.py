@@ -297,6 +297,17 @@ METRICS: dict[str, Metric] = _metrics(
            {"clustering": CONTINGENCY}),
 )
 
+def metrics_of(family: Family) -> tuple[str, ...]:
+    """The metrics some task computes with ``family``, in the registry's order: the names a
+    polars plan gives (the SQL files write theirs out; tests/test_registry.py compares them).
+
+    >>> metrics_of(RANKING)
+    ('roc_auc', 'average_precision', 'break_even')
+    """
+    return tuple(m.name for m in METRICS.values()
+                 if any(f is family for f in m.families.values()))
+
+
 def default_averages(task: Task) -> tuple[str, ...]:
     """Per label for binary and regression (usually one label), the macro average otherwise
     (clustering metrics have no averages)."""

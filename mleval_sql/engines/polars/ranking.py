@@ -17,6 +17,7 @@ from mleval_sql.engines.polars._common import (
     truth,
     weight,
 )
+from mleval_sql.registry import RANKING, metrics_of
 
 __all__ = ["curve_counts", "curve_rates", "ovo_metrics", "pair_counts", "ranked_points",
            "ranking_metrics"]
@@ -94,7 +95,7 @@ def curve_counts(curve_points: pl.LazyFrame, *, threshold: float) -> pl.LazyFram
 
 # -- ranking metrics per label (queries/ranking_metrics.sql) -------------------------------------
 
-RANKING_METRICS = ("roc_auc", "average_precision", "break_even")
+RANKING_METRICS = metrics_of(RANKING)
 
 
 def _divide(numerator: pl.Expr, value: float, like: pl.Expr) -> pl.Expr:

@@ -11,11 +11,12 @@ from collections.abc import Sequence
 import polars as pl
 
 from mleval_sql.engines.polars._common import group_by_few, truth, weight
+from mleval_sql.registry import OPERATING, metrics_of
 
 __all__ = ["listed_points", "operating_points", "sweep_counts", "threshold_buckets"]
 
 _KEYS = ("segment", "label")
-OPERATING_METRICS = ("max_f1", "precision_at_recall", "recall_at_precision")
+OPERATING_METRICS = metrics_of(OPERATING)
 
 
 def threshold_buckets(predictions: pl.LazyFrame, *, thresholds: Sequence[float],
