@@ -37,7 +37,7 @@ class PolarsEngine(BaseEngine):
         if memory_limit is not None:
             warnings.warn(f"polars cannot hold to memory_limit={memory_limit!r}: it runs its "
                           "streaming engine on batches of segments, but does not bound its "
-                          "memory to the limit (the duckdb engine does)", stacklevel=3)
+                          "memory to the limit (the duckdb engine does)", stacklevel=4)
         self.source = source.polars()
         self.canonical = canonical_columns(columns, weight, clustering=clustering)
         self.summary_plan = plans.cluster_summary if clustering else plans.validate_summary
