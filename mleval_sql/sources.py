@@ -16,19 +16,22 @@ the source types with a reader of its own (DuckDB: :func:`mleval_sql.engines.duc
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import polars as pl
 import pyarrow as pa
-import pyarrow.dataset as pads
 
 from mleval_sql import files as listing
 from mleval_sql.lakes import AsOf, Lake, StorageOptions, open_lake
 from mleval_sql.schema import InputError
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as pads
 
 
 @dataclass(frozen=True)
@@ -43,9 +46,9 @@ class Parquet:
 
     def polars(self) -> pl.LazyFrame:
         # the files agree on the columns a request uses (check); others may come and go
-        return categories_as_strings(pl.scan_parquet(list(self.files), hive_partitioning=True,
-                                      glob=not self._local(), missing_columns="insert",
-                                      extra_columns="ignore"))
+        return categories_as_strings(pl.scan_parquet(
+            list(self.files), hive_partitioning=True, glob=not self._local(),
+            missing_columns="insert", extra_columns="ignore"))
 
     def check(self, columns: Sequence[str | None]) -> None:
         """Every file readable, with each of ``columns`` of one type or absent from all
@@ -156,7 +159,10 @@ def as_source(data: Any, *, storage_options: StorageOptions | None = None,
     if isinstance(data, pa.RecordBatchReader):
         # a reader can be read once, and evaluation scans twice (checks, then metrics)
         return InMemory(categories_as_strings(pl.from_arrow(data.read_all()).lazy()))  # type: ignore[union-attr]
-    if isinstance(data, pads.Dataset):
+    # pyarrow.dataset imports pandas (half a second a run): a Dataset exists only once it is
+    # imported, so it is looked up, never imported, here
+    pads = sys.modules.get("pyarrow.dataset")
+    if pads is not None and isinstance(data, pads.Dataset):
         return ArrowDataset(data)
     if isinstance(data, duckdb.DuckDBPyRelation):
         return DuckDBRelation(data)

@@ -15,13 +15,12 @@ def validate_summary(predictions: pl.LazyFrame) -> pl.LazyFrame:
 
     Each ``example_*`` is the smallest sample of the segment with that problem (null if none),
     as in the SQL, so both engines name the same sample. Distinct labels per sample are counted
-    as set bits of the labels' bits OR-ed in 64-bit words, as in the SQL.
+    as set bits of the labels' bits OR-ed in 64-bit words, as in the SQL; a label's bit is its
+    own integer (or text's category code), which spares the SQL's join with a table of bits.
     """
     segment_labels = predictions.select("segment", "label").unique()
     null_score, nan_score = pl.col("score").is_null(), ~pl.col("score").is_finite()
     bad_truth = ~_truth.is_in([0.0, 1.0])
-    label_bits = (segment_labels.select(pl.col("label").drop_nulls().unique().sort())
-                  .with_row_index("bit"))
     value_checks = predictions.group_by("segment").agg(
         null_label=pl.col("label").null_count(),
         null_score=null_score.sum(),
@@ -39,9 +38,8 @@ def validate_summary(predictions: pl.LazyFrame) -> pl.LazyFrame:
         min_bad_truth=_truth.filter(bad_truth).min(),
         max_bad_truth=_truth.filter(bad_truth).max(),
     )
-    bit = pl.col("bit").cast(pl.Int64)
-    per_word = predictions.join(label_bits, on="label", how="left").group_by(
-        "segment", "sample", (bit // 64).alias("word")).agg(
+    labelled, bit = _label_bits(predictions, segment_labels)
+    per_word = labelled.group_by("segment", "sample", (bit // 64).alias("word")).agg(
         n_rows=pl.len(),
         n_labelled=pl.col("label").count(),
         n_distinct=pl.lit(2, pl.UInt64).pow(bit % 64).bitwise_or().bitwise_count_ones(),
@@ -75,6 +73,28 @@ def validate_summary(predictions: pl.LazyFrame) -> pl.LazyFrame:
         example_weight=sample.filter(pl.col("uneven_weight")).min(),
     )
     return sample_checks.join(value_checks, on="segment", how="inner", nulls_equal=True)
+
+
+def _label_bits(predictions: pl.LazyFrame,
+                segment_labels: pl.LazyFrame) -> tuple[pl.LazyFrame, pl.Expr]:
+    """The rows and a distinct integer per label (null for a null label): the label itself
+    when it is an integer, its category's code when it is text (no join: the codes are
+    polars' own), else its rank among the labels by a join with the sorted labels.
+
+    >>> rows = pl.LazyFrame({"label": ["b", "a", "b", None]})
+    >>> _, bit = _label_bits(rows, rows)
+    >>> codes = rows.select(bit).collect().to_series().to_list()
+    >>> codes[0] == codes[2] != codes[1], codes[3]
+    (True, None)
+    """
+    dtype = predictions.collect_schema()["label"]
+    if dtype.is_integer():
+        return predictions, pl.col("label")
+    if dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum):
+        return predictions, pl.col("label").cast(pl.Categorical).to_physical().cast(pl.Int64)
+    bits = segment_labels.select(pl.col("label").drop_nulls().unique().sort()).with_row_index(
+        "bit")
+    return predictions.join(bits, on="label", how="left"), pl.col("bit").cast(pl.Int64)
 
 
 def _first_row(where: pl.Expr, *fields: str | pl.Expr) -> pl.Expr:
