@@ -199,25 +199,11 @@ def local_s3() -> str:
 def run_step(step: str, lake: Path | str, memory_limit: str | None) -> dict:
     """Run one step here; return its numbers as {key: value}."""
     if step == "scan":
-        import duckdb
-
-        con = duckdb.connect()
-        if memory_limit:
-            con.execute("SET memory_limit = $m", {"m": memory_limit})
-        rows = con.execute(
-            "SELECT segment, label, count(*), sum(score) FROM read_parquet($p, "
-            "hive_partitioning = true) GROUP BY ALL", {"p": f"{lake}/**/*.parquet"}).fetchall()
-        return {"groups": len(rows)}
+        return _scan(lake, "segment, label, count(*), sum(score)", memory_limit)
     if step == "sklearn":
         return _sklearn(lake)
     if step == "cluster-scan":
-        import duckdb
-
-        con = duckdb.connect()
-        rows = con.execute(
-            "SELECT segment, count(*), sum(truth), sum(cluster) FROM read_parquet($p, "
-            "hive_partitioning = true) GROUP BY ALL", {"p": f"{lake}/**/*.parquet"}).fetchall()
-        return {"groups": len(rows)}
+        return _scan(lake, "segment, count(*), sum(truth), sum(cluster)", None)
     if step == "cluster-sklearn":
         return _sklearn_clusters(lake)
     import mleval_sql as me
@@ -245,6 +231,18 @@ def run_step(step: str, lake: Path | str, memory_limit: str | None) -> dict:
                             engine=engine, average=["none", "macro"],
                             memory_limit=memory_limit, **sweep)
     return {_key(r): r["value"] for r in frame.iter_rows(named=True)}
+
+
+def _scan(lake: Path | str, columns: str, memory_limit: str | None) -> dict:
+    """The floor: a plain DuckDB aggregate ``SELECT columns ... GROUP BY ALL`` over the lake."""
+    import duckdb
+
+    con = duckdb.connect()
+    if memory_limit:
+        con.execute("SET memory_limit = $m", {"m": memory_limit})
+    rows = con.execute(f"SELECT {columns} FROM read_parquet($p, hive_partitioning = true) "
+                       "GROUP BY ALL", {"p": f"{lake}/**/*.parquet"}).fetchall()
+    return {"groups": len(rows)}
 
 
 def _key(row: dict) -> str:

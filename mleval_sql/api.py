@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import difflib
 import logging
-import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -23,10 +22,10 @@ import duckdb
 import polars as pl
 
 from mleval_sql import clustering
-from mleval_sql.engines import Engine, EngineName, Keep, make_engine, memory_bytes
+from mleval_sql.engines import ENGINES, Engine, EngineName, Keep, make_engine, memory_bytes
+from mleval_sql.params import DEFAULTS, PARAM_COLUMNS, PARAMS, checked
 from mleval_sql.progress import stage
 from mleval_sql.registry import (
-    AVERAGE_METHODS,
     AVERAGES,
     CURVES,
     DECISIONS,
@@ -52,9 +51,6 @@ from mleval_sql.sources import Parquet, as_source
 LOG = logging.getLogger("mleval_sql")
 DEFAULT_METRICS = ("accuracy", "precision", "recall", "f1")
 CurveKind = Literal["roc", "pr", "sweep", "reliability"]
-#: Parameters shown as a result column on the rows of the metrics that use them.
-METRIC_PARAMS = ("beta", "k", "max_fpr", "min_recall", "min_precision", "n_bins",
-                 "average_method")
 SWEEP_METRICS = ("tp", "fp", "fn", "tn", "precision", "recall")
 #: What the engines raise when they cannot read or run something.
 ENGINE_ERRORS = (duckdb.Error, pl.exceptions.PolarsError, OSError)
@@ -99,18 +95,18 @@ def evaluate(
     by: str | Sequence[str] = (),
     task: Task | None = None,
     engine: EngineName = "duckdb",
-    threshold: float = 0.5,
-    thresholds: Sequence[float] | None = None,
-    bins: int | None = None,
+    threshold: float = DEFAULTS["threshold"],
+    thresholds: Sequence[float] | None = DEFAULTS["thresholds"],
+    bins: int | None = DEFAULTS["bins"],
     average: str | Sequence[str] | None = None,
-    beta: float = 1.0,
-    k: int = 2,
-    zero_division: float | None = None,
-    max_fpr: float | None = None,
-    min_recall: float = 0.9,
-    min_precision: float = 0.9,
-    n_bins: int = 10,
-    average_method: str = "arithmetic",
+    beta: float = DEFAULTS["beta"],
+    k: int = DEFAULTS["k"],
+    zero_division: float | None = DEFAULTS["zero_division"],
+    max_fpr: float | None = DEFAULTS["max_fpr"],
+    min_recall: float = DEFAULTS["min_recall"],
+    min_precision: float = DEFAULTS["min_precision"],
+    n_bins: int = DEFAULTS["n_bins"],
+    average_method: str = DEFAULTS["average_method"],
     columns: Mapping[str, str | None] | None = None,
     memory_limit: str | int | None = None,
     connection: Any = None,
@@ -146,19 +142,21 @@ def evaluate(
     """
     names = None if metrics is None else _names(metrics)
     by = [by] if isinstance(by, str) else list(by)
-    params = _params(threshold=threshold, thresholds=thresholds, bins=bins, beta=beta, k=k,
-                     zero_division=zero_division, max_fpr=max_fpr, min_recall=min_recall,
-                     min_precision=min_precision, n_bins=n_bins, average_method=average_method)
+    params = _engine_params(threshold=threshold, thresholds=thresholds, bins=bins, beta=beta,
+                            k=k, zero_division=zero_division, max_fpr=max_fpr,
+                            min_recall=min_recall, min_precision=min_precision,
+                            n_bins=n_bins, average_method=average_method)
     for only in ("regression", "clustering"):  # tasks never guessed from values
         if task is None and names and all(set(METRICS[m].families) == {only} for m in names):
             task = only
     with _prepared(source, by=by, task=task, engine=engine, columns=columns,
                    memory_limit=memory_limit, connection=connection,
-                   storage_options=storage_options, as_of=as_of) as (runner, task, check):
+                   storage_options=storage_options, as_of=as_of) as (runner, task, check_metrics):
         if names is None:
             names = list(clustering.DEFAULT_METRICS if task == "clustering"
                          else DEFAULT_METRICS)
-        check([m for m in names if METRICS[m].probabilities or METRICS[m].whole_weights])
+        check_metrics([m for m in names
+                       if METRICS[m].probabilities or METRICS[m].whole_weights])
         averages = _averages(average, task)
         plan = _plan(names, task, averages, sweep=params["thresholds"] is not None)
         params["micro"] = "micro" in averages  # a pooled curve costs a sort of its own
@@ -197,7 +195,7 @@ def check(
     by = [by] if isinstance(by, str) else list(by)
     with _prepared(source, by=by, task=task, engine=engine, columns=columns,
                    memory_limit=memory_limit, connection=connection,
-                   storage_options=storage_options, as_of=as_of) as (_, task, _check):
+                   storage_options=storage_options, as_of=as_of) as (_, task, _):
         return task
 
 
@@ -208,9 +206,9 @@ def curve(
     by: str | Sequence[str] = (),
     task: Task | None = None,
     engine: EngineName = "duckdb",
-    thresholds: Sequence[float] | None = None,
-    bins: int | None = None,
-    n_bins: int = 10,
+    thresholds: Sequence[float] | None = DEFAULTS["thresholds"],
+    bins: int | None = DEFAULTS["bins"],
+    n_bins: int = DEFAULTS["n_bins"],
     drop_intermediate: bool | None = None,
     columns: Mapping[str, str | None] | None = None,
     memory_limit: str | int | None = None,
@@ -234,9 +232,9 @@ def curve(
     inf
     """
     by = [by] if isinstance(by, str) else list(by)
-    _only_for(kind, n_bins=(n_bins != 10, ("reliability",)),
-              bins=(bins is not None, ("roc", "pr", "sweep")),
-              drop_intermediate=(drop_intermediate is not None, ("roc", "pr")))
+    _check_curve_options(kind, n_bins=(n_bins != DEFAULTS["n_bins"], ("reliability",)),
+                         bins=(bins is not None, ("roc", "pr", "sweep")),
+                         drop_intermediate=(drop_intermediate is not None, ("roc", "pr")))
     if kind == "sweep":
         if thresholds is None and bins is None:
             raise InputError("a sweep needs thresholds= or bins=")
@@ -249,17 +247,17 @@ def curve(
         raise InputError(f"unknown curve kind {kind!r}; kinds are {[*CURVES, 'sweep']}")
     if thresholds is not None:
         raise InputError(f"thresholds= is for sweeps; a {kind} curve has every distinct score")
-    params = _params(thresholds=None, bins=bins, n_bins=n_bins)
+    params = _engine_params(bins=bins, n_bins=n_bins)
     params["kind"] = kind
     params["drop_intermediate"] = (kind == "roc") if drop_intermediate is None \
         else bool(drop_intermediate)
     with _prepared(source, by=by, task=task, engine=engine, columns=columns,
                    memory_limit=memory_limit, connection=connection,
-                   storage_options=storage_options, as_of=as_of) as (runner, task, check):
+                   storage_options=storage_options, as_of=as_of) as (runner, task, check_metrics):
         if task in ("regression", "clustering"):
             raise InputError(f"curves are for classification tasks, not {task}")
         if kind == "reliability":
-            check(["a reliability table"])
+            check_metrics(["a reliability table"])
         steps = CURVES[kind]
         table = runner.results(steps, params)[steps[-1]]
     out = _unpack_segment(table, by)
@@ -269,7 +267,7 @@ def curve(
                     maintain_order=True)
 
 
-def _only_for(kind: str, **options: tuple[bool, tuple[str, ...]]) -> None:
+def _check_curve_options(kind: str, **options: tuple[bool, tuple[str, ...]]) -> None:
     """An option given for a curve kind that does not use it is an error, not ignored."""
     for name, (given, kinds) in options.items():
         if given and kind not in kinds:
@@ -287,9 +285,9 @@ def _prepared(source: Any, *, by: list[str], task: Task | None, engine: EngineNa
     asked (scores as probabilities; clustering: weights as counts)."""
     if memory_limit is not None:
         memory_bytes(memory_limit)  # checked in our words before any work
-    if engine == "sql":  # a table of the connection's database
-        from mleval_sql.engines.sql import database_table
-        src: Any = database_table(source, connection)
+    entry = ENGINES.get(engine)
+    if entry is not None and entry.reader is not None:  # e.g. a table of a database
+        src: Any = entry.read(source, connection)
     else:
         src = as_source(source, storage_options=storage_options, as_of=as_of)
     cols = Columns.from_mapping(columns)
@@ -307,10 +305,8 @@ def _prepared(source: Any, *, by: list[str], task: Task | None, engine: EngineNa
     if weight is not None:
         LOG.info("counts are weighted by column %r (columns={'weight': None}, --column weight= "
                  "to ignore it)", weight)
-    options: dict[str, Any] = {"memory_limit": memory_limit, "clustering": clusters}
-    if engine == "duckdb":
-        options["connection"] = connection
-    runner = make_engine(engine, src, cols, weight, by, **options)
+    runner = make_engine(engine, src, cols, weight, by, memory_limit=memory_limit,
+                         clustering=clusters, connection=connection)
     try:
         with stage("checks"):
             summary = runner.summary()
@@ -354,58 +350,9 @@ def _averages(average: str | Sequence[str] | None, task: Task) -> tuple[str, ...
     return chosen
 
 
-def _number(name: str, value: Any, *, low: float | None = None, high: float | None = None,
-            whole: bool = False, open_low: bool = False) -> None:
-    kind = int if whole else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kind) or not math.isfinite(value) \
-            or (low is not None and (value <= low if open_low else value < low)) \
-            or (high is not None and value > high):
-        bounds = f" in {'(' if open_low else '['}{low}, {high}]" if high is not None else (
-            f" > {low}" if open_low else f" >= {low}" if low is not None else "")
-        raise InputError(f"{name} must be a finite {'whole ' if whole else ''}number{bounds}, "
-                         f"got {value!r}")
-
-
-def _params(*, threshold: float = 0.5, thresholds: Sequence[float] | None = None,
-            bins: int | None = None, beta: float = 1.0, k: int = 2,
-            zero_division: float | None = None, max_fpr: float | None = None,
-            min_recall: float = 0.9, min_precision: float = 0.9,
-            n_bins: int = 10, average_method: str = "arithmetic") -> dict[str, object]:
-    _number("threshold", threshold)
-    _number("beta", beta, low=0, open_low=True)
-    _number("k", k, low=1, whole=True)
-    _number("min_recall", min_recall, low=0, high=1)
-    _number("min_precision", min_precision, low=0, high=1)
-    _number("n_bins", n_bins, low=1, whole=True)
-    if max_fpr is not None:
-        _number("max_fpr", max_fpr, low=0, high=1, open_low=True)
-    if average_method not in AVERAGE_METHODS:
-        raise InputError(f"average_method must be one of {list(AVERAGE_METHODS)}, got "
-                         f"{average_method!r}")
-    if zero_division is not None and isinstance(zero_division, float) \
-            and math.isnan(zero_division):
-        zero_division = None
-    if zero_division not in (None, 0, 1):
-        raise InputError(f"zero_division must be 0, 1 or None, got {zero_division!r}")
-    if bins is not None:
-        _number("bins", bins, low=1, whole=True)
-        if thresholds is not None:
-            raise InputError("give thresholds= or bins=, not both")
-        thresholds = [i / bins for i in range(bins + 1)]
-    if thresholds is not None:
-        if isinstance(thresholds, (str, bytes)) or not isinstance(thresholds, Sequence) \
-                or not thresholds:
-            raise InputError(f"thresholds must be a non-empty list of numbers, got "
-                             f"{thresholds!r}")
-        for t in thresholds:
-            _number("every threshold", t)
-        thresholds = sorted({float(t) for t in thresholds})
-    return {"threshold": float(threshold), "thresholds": thresholds, "bins": bins,
-            "beta": float(beta), "k": k,
-            "zero_division": None if zero_division is None else float(zero_division),
-            "max_fpr": None if max_fpr is None else float(max_fpr),
-            "min_recall": float(min_recall), "min_precision": float(min_precision),
-            "n_bins": n_bins, "average_method": average_method,
+def _engine_params(**values: Any) -> dict[str, object]:
+    """The checked parameters (:func:`mleval_sql.params.checked`) and the engines' switches."""
+    return {**checked(**values),
             "micro": True,  # $micro of ranking_metrics; evaluate() sets it from its averages
             "adjusted": True}  # $adjusted of clustering_metrics; evaluate() sets it too
 
@@ -416,18 +363,18 @@ def _plan(metrics: list[str], task: Task, averages: tuple[str, ...], *, sweep: b
         metric = METRICS[name]
         supported = metric.averages(task)
         if not supported:
-            plan.add(_swept(metric.family(task), name, task, sweep), name, None)
+            plan.add(_sweep_family(metric.family(task), name, task, sweep), name, None)
             continue
         for average in averages:
             if average not in supported:
                 raise InputError(f"metric {name!r} has no average {average!r} for task "
                                  f"{task!r}; its averages are {list(supported)}")
-            family = _swept(metric.family(task, average), name, task, sweep)
+            family = _sweep_family(metric.family(task, average), name, task, sweep)
             plan.add(family, name, None if average == "none" else average)
     return plan
 
 
-def _swept(family: Family, metric: str, task: Task, sweep: bool) -> Family:
+def _sweep_family(family: Family, metric: str, task: Task, sweep: bool) -> Family:
     """With a threshold sweep, decision metrics come from the sweep's counts."""
     if not sweep or family not in (DECISIONS, SAMPLES):
         return family
@@ -437,8 +384,24 @@ def _swept(family: Family, metric: str, task: Task, sweep: bool) -> Family:
     return SWEEP
 
 
-def _params_of(family: Family, task: Task) -> set[str]:
-    return {p for s in family.steps(task) for p in STEPS[s].params}
+def _param_columns(family: Family, task: Task, metrics: Iterable[str],
+                   params: dict[str, object], *, skip: Sequence[str]) -> list[pl.Expr]:
+    """A column per parameter shown in the results (a sweep's rows have their own
+    ``threshold``: ``skip``): set on the rows of the metrics that name it, or on every row of a
+    family whose steps read it (``Param.column``), null elsewhere."""
+    used = {p for s in family.steps(task) for p in STEPS[s].params}
+    columns = []
+    for name in PARAM_COLUMNS:
+        param = PARAMS[name]
+        value = pl.lit(params[name], dtype=param.dtype)
+        if name in skip:
+            continue
+        if param.column == "step":
+            columns.append((value if name in used else pl.lit(None, param.dtype)).alias(name))
+        else:
+            owners = [m for m in metrics if name in METRICS[m].params]
+            columns.append(pl.when(pl.col("metric").is_in(owners)).then(value).alias(name))
+    return columns
 
 
 def _tidy(plan: _Plan, results: dict[str, pl.DataFrame], params: dict[str, object],
@@ -455,20 +418,11 @@ def _tidy(plan: _Plan, results: dict[str, pl.DataFrame], params: dict[str, objec
             schema={"metric": pl.String, "average": pl.String}, orient="row")
         rows = rows.with_columns(pl.col("average").cast(pl.String)).join(
             keys, on=["metric", "average"], nulls_equal=True)
-        used = _params_of(family, plan.task)
-        if "threshold" not in rows.columns:
-            rows = rows.with_columns(threshold=pl.lit(
-                params["threshold"] if "threshold" in used else None, dtype=pl.Float64))
-        rows = rows.with_columns(
-            *(pl.when(pl.col("metric").is_in([m for m in wanted if p in METRICS[m].params]))
-              .then(pl.lit(params[p])).alias(p) for p in METRIC_PARAMS),
-            bins=pl.lit(params["bins"] if "bins" in used else None, dtype=pl.Int64),
-        )
-        frames.append(rows)
+        frames.append(rows.with_columns(_param_columns(family, plan.task, wanted, params,
+                                                       skip=rows.columns)))
     out = pl.concat(frames, how="diagonal_relaxed")
     out = _unpack_segment(out, by)
-    optional = [c for c in ("predicted", *clustering.CELL_COLUMNS, "threshold", *METRIC_PARAMS,
-                            "bins")
+    optional = [c for c in ("predicted", *clustering.CELL_COLUMNS, *PARAM_COLUMNS)
                 if c in out.columns and out[c].null_count() < out.height]
     order = [*by, "metric", "average", "label", *optional, "value"]
     return out.select(order).sort([*by, "metric", "average", "label", *optional],

@@ -34,16 +34,18 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar, get_args
+from typing import Any, NoReturn, TypeVar
 
 import duckdb
 import polars as pl
 
 import mleval_sql as me
-from mleval_sql.api import DEFAULT_METRICS, CurveKind
+from mleval_sql.api import DEFAULT_METRICS
+from mleval_sql.engines import local_engines
 from mleval_sql.outputs import atomic_output, check_output
+from mleval_sql.params import CURVE_PARAMS, DEFAULTS, PARAMS, Param
 from mleval_sql.plot import INSTALL_HINT, PlotError, check_target, plot_curve
-from mleval_sql.registry import AVERAGE_METHODS, AVERAGES, DEFAULTS, METRICS, Metric
+from mleval_sql.registry import AVERAGES, METRICS, Metric
 from mleval_sql.reporting import add_command as add_report_command
 from mleval_sql.schema import TASKS
 
@@ -51,8 +53,9 @@ PROG = "mleval"
 FORMATS = ("table", "csv", "json", "parquet")
 EXTENSIONS = {".csv": "csv", ".json": "json", ".parquet": "parquet", ".txt": "table",
               ".table": "table"}
-ZERO_DIVISION = {"0": 0.0, "1": 1.0, "null": None}
-KINDS: tuple[str, ...] = get_args(CurveKind)
+#: The parameters of ``evaluate`` given as flags of their own, after --threshold, the sweep's
+#: --thresholds / --bins and --average.
+EVALUATE_PARAMS = [p for p in PARAMS if p not in ("threshold", "thresholds", "bins")]
 EXIT_ERROR = 2
 T = TypeVar("T")
 
@@ -195,36 +198,14 @@ def _add_evaluate(commands: argparse._SubParsersAction) -> None:
     _add_source(cmd)
     cmd.add_argument("--metric", action="append", default=[], metavar="NAME",
                      help=f"repeatable or comma-separated (default: {','.join(DEFAULT_METRICS)})")
-    cmd.add_argument("--threshold", type=float, default=DEFAULTS["threshold"],
-                     help="a label is predicted when its score is at least this (default: 0.5)")
+    _add_param(cmd, "threshold")
     _add_thresholds(cmd, "sweep the decision metrics over these thresholds, e.g. 0,0.25,0.5",
                     "sweep the decision metrics over thresholds 0, 1/N, ..., 1; ranking metrics "
                     "become one-pass approximations on that grid")
     cmd.add_argument("--average", action="append", choices=AVERAGES,
                      help="repeatable (default: none for binary, macro otherwise)")
-    cmd.add_argument("--beta", type=float, default=DEFAULTS["beta"],
-                     help="the beta of fbeta (default: 1)")
-    cmd.add_argument("--k", type=int, default=DEFAULTS["k"],
-                     help="the k of top_k_accuracy, precision_at_k and recall_at_k "
-                          "(default: 2)")
-    cmd.add_argument("--zero-division", choices=tuple(ZERO_DIVISION), default="null",
-                     help="the value of 0/0 (default: null)")
-    cmd.add_argument("--max-fpr", type=float, default=DEFAULTS["max_fpr"], metavar="X",
-                     help="roc_auc up to this false positive rate, McClish-corrected "
-                          "(default: the whole curve)")
-    cmd.add_argument("--min-recall", type=float, default=DEFAULTS["min_recall"], metavar="X",
-                     help="the recall precision_at_recall must reach (default: "
-                          f"{DEFAULTS['min_recall']})")
-    cmd.add_argument("--min-precision", type=float, default=DEFAULTS["min_precision"],
-                     metavar="X", help="the precision recall_at_precision must reach (default: "
-                                       f"{DEFAULTS['min_precision']})")
-    cmd.add_argument("--n-bins", type=int, default=DEFAULTS["n_bins"], metavar="N",
-                     help="equal-width score bins of calibration_error (default: "
-                          f"{DEFAULTS['n_bins']})")
-    cmd.add_argument("--average-method", choices=AVERAGE_METHODS,
-                     default=DEFAULTS["average_method"],
-                     help="the mean of the two entropies normalized_mutual_info and "
-                          f"adjusted_mutual_info divide by (default: {DEFAULTS['average_method']})")
+    for name in EVALUATE_PARAMS:
+        _add_param(cmd, name)
     cmd.add_argument("--wide", action="store_true",
                      help="one row per segment and label, one column per metric (and average) "
                           "instead of one row per value")
@@ -236,13 +217,11 @@ def _add_curve(commands: argparse._SubParsersAction) -> None:
     cmd = commands.add_parser("curve", help="tabulate (and plot) ROC, PR, sweep or "
                               "reliability curves per segment and label")
     _add_source(cmd)
-    cmd.add_argument("--kind", choices=KINDS, default=DEFAULTS["kind"],
-                     help=f"the curve (default: {DEFAULTS['kind']})")
+    _add_param(cmd, "kind")
     _add_thresholds(cmd, "the thresholds of a sweep, e.g. 0,0.25,0.5",
                     "a sweep at thresholds 0, 1/N, ..., 1; roc and pr: approximate curves "
                     "on that grid")
-    cmd.add_argument("--n-bins", type=int, default=DEFAULTS["n_bins"], metavar="N",
-                     help=f"equal-width score bins of reliability (default: {DEFAULTS['n_bins']})")
+    _add_param(cmd, "n_bins")
     drop = cmd.add_mutually_exclusive_group()
     drop.add_argument("--drop-intermediate", dest="drop_intermediate", action="store_true",
                       default=None, help="drop the points scikit-learn drops (default for roc)")
@@ -263,7 +242,7 @@ def _add_source(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--by", action="append", default=[], metavar="COL",
                      help="segment columns, repeatable or comma-separated: --by model,dataset")
     cmd.add_argument("--task", choices=TASKS, help="default: inferred from the data")
-    cmd.add_argument("--engine", choices=("duckdb", "polars"), default="duckdb")
+    cmd.add_argument("--engine", choices=tuple(local_engines()), default=local_engines()[0])
     cmd.add_argument("--column", action="append", default=[], type=_column, metavar="ROLE=NAME",
                      help="where a role (sample, label, score, truth, weight; clustering: "
                           "sample, truth, cluster, weight) is found, e.g. score=prob or "
@@ -281,9 +260,49 @@ def _add_source(cmd: argparse.ArgumentParser) -> None:
 def _add_thresholds(cmd: argparse.ArgumentParser, thresholds_help: str, bins_help: str) -> None:
     """``--thresholds T,T,...`` or ``--bins N`` (thresholds 0, 1/N, ..., 1), not both."""
     sweep = cmd.add_mutually_exclusive_group()
-    sweep.add_argument("--thresholds", type=_floats, default=DEFAULTS["thresholds"],
-                       metavar="T,T,...", help=thresholds_help)
-    sweep.add_argument("--bins", type=int, default=DEFAULTS["bins"], metavar="N", help=bins_help)
+    _add_param(sweep, "thresholds", thresholds_help)
+    _add_param(sweep, "bins", bins_help)
+
+
+def _add_param(cmd: argparse._ActionsContainer, name: str, help: str | None = None) -> None:
+    """The flag of a parameter of :mod:`mleval_sql.params` (``--max-fpr X``), its type, choices,
+    default and help from the parameter's declaration (``help``: in this command's words)."""
+    param = PARAMS.get(name) or CURVE_PARAMS[name]
+    text = help or _described(param)
+    if param.default is not None or param.kind == "choice":
+        text += f" (default: {_spelled(param.default)})"
+    options: dict[str, Any] = {"default": param.default, "help": text,
+                               "metavar": param.metavar}
+    if param.kind == "choice":
+        spelled = {_spelled(c): c for c in param.choices}
+        options.update(type=lambda t: spelled.get(t, t), choices=param.choices,
+                       metavar="{" + ",".join(spelled) + "}")
+    else:
+        options["type"] = {"number": float, "whole": int, "numbers": _floats}[param.kind]
+    cmd.add_argument(param.flag, **options)
+
+
+def _described(param: Param) -> str:
+    """A parameter's help, led by the metrics that use it: ``"the k of top_k_accuracy,
+    precision_at_k and recall_at_k: how many top-scored labels count"``."""
+    users = [name for name, metric in METRICS.items() if param.name in metric.params]
+    if not users:
+        return param.help
+    named = users[0] if len(users) == 1 else f"{', '.join(users[:-1])} and {users[-1]}"
+    return f"the {param.name} of {named}: {param.help}"
+
+
+def params_markdown() -> str:
+    """The parameters as a Markdown table (the README's)."""
+    rows = ["| parameter | flag | default | meaning |", "|---|---|---|---|"]
+    rows += [f"| `{p.name}` | `{p.flag}` | `{_spelled(p.default)}` | {_described(p)} |"
+             for p in PARAMS.values()]
+    return "\n".join(rows) + "\n"
+
+
+def _spelled(value: object) -> str:
+    """A parameter's value as the command line writes it: 0.5, 1, null, arithmetic."""
+    return "null" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _add_output(cmd: argparse.ArgumentParser) -> None:
@@ -382,11 +401,8 @@ def output_format(fmt: str | None, output: Path | None) -> str:
 def evaluate(args: argparse.Namespace) -> pl.DataFrame:
     """``mleval_sql.evaluate`` with the command line's arguments, its warnings shown as notes."""
     options: dict[str, Any] = {
-        **_source_options(args), "threshold": args.threshold, "thresholds": args.thresholds,
-        "bins": args.bins, "average": args.average, "beta": args.beta, "k": args.k,
-        "zero_division": ZERO_DIVISION[args.zero_division], "max_fpr": args.max_fpr,
-        "min_recall": args.min_recall, "min_precision": args.min_precision,
-        "n_bins": args.n_bins, "average_method": args.average_method, "wide": args.wide,
+        **_source_options(args), **{name: getattr(args, name) for name in PARAMS},
+        "average": args.average, "wide": args.wide,
     }
     metrics = [name.strip() for arg in args.metric for name in arg.split(",") if name.strip()]
     if metrics:
@@ -460,7 +476,8 @@ def run_metrics(args: argparse.Namespace) -> int:
 
 
 def metrics_text(width: int = METRICS_WIDTH) -> str:
-    """Every metric: its name, then its summary, tasks and averages wrapped beside it.
+    """Every metric: its name, then its summary, tasks, averages and parameters wrapped beside
+    it.
 
     >>> print(metrics_text().splitlines()[0])
     tp                               true positives: weight of true labels predicted positive
@@ -469,8 +486,9 @@ def metrics_text(width: int = METRICS_WIDTH) -> str:
     blocks = []
     for m in METRICS.values():
         wrap = textwrap.TextWrapper(width - len(indent), break_on_hyphens=False).wrap
+        params = f"; parameters: {', '.join(m.params)}" if m.params else ""
         lines = [*wrap(m.summary),
-                 *wrap(f"tasks: {', '.join(_tasks(m))}; averages: {averages_text(m)}")]
+                 *wrap(f"tasks: {', '.join(_tasks(m))}; averages: {averages_text(m)}{params}")]
         blocks.append("\n".join(f"{(m.name if i == 0 else ''):<{len(indent)}}{line}"
                                 for i, line in enumerate(lines)))
     return "\n".join(blocks) + "\n"

@@ -20,7 +20,14 @@ from collections.abc import Collection, Sequence
 
 import polars as pl
 
-from mleval_sql.schema import RESULT_COLUMNS, Columns, InputError, Task
+from mleval_sql.params import RESULT_COLUMNS
+from mleval_sql.schema import (
+    Columns,
+    InputError,
+    Task,
+    check_present,
+    check_weight_and_segments,
+)
 
 #: Result columns of the clustering rows: the cell of the contingency table or pair matrix.
 CELL_COLUMNS = ("truth", "cluster")
@@ -45,45 +52,15 @@ def is_clustering(schema: pl.Schema, columns: Columns, by: Sequence[str], task: 
 
 def check_columns(schema: pl.Schema, columns: Columns, by: Sequence[str]) -> str | None:
     """Check names and types before any scan; return the weight column to use, if any."""
-    present = set(schema.names())
     roles = {"sample": columns.sample, "truth": columns.truth, "cluster": columns.cluster}
-    for role, name in roles.items():
-        if name not in present:
-            hint = "" if role == name else f" (mapped from {role!r})"
-            raise InputError(f"missing column {name!r}{hint} for task 'clustering'; the input "
-                             f"has {sorted(present)}")
+    check_present(schema, roles, " for task 'clustering'")
     for role in ("truth", "cluster"):
         dtype = schema[roles[role]]
         if dtype.is_float() or dtype.is_nested():
             raise InputError(f"column {roles[role]!r} ({role}) must hold integers or strings, "
                              f"not {dtype}")
-    weight = columns.weight if columns.weight in present else None
-    if columns.weight not in (None, "weight") and weight is None:
-        raise InputError(f"missing weight column {columns.weight!r}; "
-                         f"the input has {sorted(present)}")
-    if weight is not None and not schema[weight].is_numeric():
-        raise InputError(f"column {weight!r} (weight) must be numeric, not {schema[weight]}")
-    used = {*roles.values(), weight}
-    for name in by:
-        if name not in present:
-            raise InputError(f"segment column {name!r} is not in the input; "
-                             f"it has {sorted(present)}")
-        if name in used:
-            raise InputError(f"segment column {name!r} is also a clustering column")
-        if name in (*RESULT_COLUMNS, *CELL_COLUMNS):
-            raise InputError(f"segment column {name!r} clashes with a result column; "
-                             "rename it in the input")
-    if len(set(by)) != len(by):
-        raise InputError(f"segment columns repeat: {list(by)}")
-    return weight
-
-
-# The per-segment summary of queries/cluster_summary.sql and engines/polars/clustering.py.
-SUMMARY_COLUMNS = (
-    "n_rows", "n_samples", "null_sample", "null_truth", "null_cluster", "bad_weight",
-    "fractional_weight", "dup_rows", "example_null_truth", "example_null_cluster",
-    "example_dup", "example_fractional",
-)
+    return check_weight_and_segments(schema, columns, by, roles.values(),
+                                     reserved=(*RESULT_COLUMNS, *CELL_COLUMNS))
 
 
 def check_summary(summary: pl.DataFrame, columns: Columns, weight: str | None) -> Task:

@@ -67,7 +67,7 @@ class LocalFiles:
     def find(self, path: str) -> list[str]:
         found = []
         for folder, subfolders, names in os.walk(path):
-            subfolders[:] = [s for s in subfolders if not _hidden_name(s)]  # skip their insides
+            subfolders[:] = [s for s in subfolders if not not_data(s)]  # skip their insides
             found += [os.path.join(folder, n) for n in names]
         return found
 
@@ -151,11 +151,13 @@ def hidden(path: str, *, below: str) -> bool:
     False
     """
     relative = os.path.relpath(path, below) if not _remote(path) else path[len(below):]
-    return any(_hidden_name(part) for part in PurePosixPath(relative.replace(os.sep, "/")).parts
+    return any(not_data(part) for part in PurePosixPath(relative.replace(os.sep, "/")).parts
                if part not in (".", ".."))
 
 
-def _hidden_name(name: str) -> bool:
+def not_data(name: str) -> bool:
+    """Whether a file or folder name below the path given is not data (Spark's
+    ``_temporary/``, ``_SUCCESS``, dot-files), as Spark, Hive and pyarrow skip them."""
     return name.startswith(("_", "."))
 
 

@@ -40,31 +40,30 @@ def parameters(sql: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(re.findall(r"\$([A-Za-z_]\w*)", code)))
 
 
-def rename_relations(sql: str, names: dict[str, str], dialect: str = "duckdb") -> str:
+def rename_relations(sql: str, names: dict[str, str]) -> str:
     """``sql`` with the relations it reads renamed (quoted), for running beside a user's tables.
 
-    The query is parsed and rendered once per (query, relations, dialect), with a placeholder
+    The query is parsed and rendered once per (query, relations), with a placeholder
     identifier for each relation; each run puts its own quoted names in their place (parsing
     and rendering cost more than a small input's whole evaluation).
 
     >>> rename_relations("SELECT * FROM predictions", {"predictions": "run_1 p"})
     'SELECT * FROM "run_1 p" /* predictions */'
     """
-    text = _with_placeholders(sql, tuple(sorted(names)), dialect)
+    text = _with_placeholders(sql, tuple(sorted(names)))
     for old, new in names.items():
-        text = text.replace(_placeholder(old, dialect),
-                            exp.to_identifier(new, quoted=True).sql(dialect))
+        text = text.replace(_placeholder(old), identifier(new))
     return text
 
 
-def _placeholder(relation: str, dialect: str) -> str:
-    return exp.to_identifier(f"mleval placeholder {relation}", quoted=True).sql(dialect)
+def _placeholder(relation: str) -> str:
+    return identifier(f"mleval placeholder {relation}")
 
 
 @cache
-def _with_placeholders(sql: str, relations: tuple[str, ...], dialect: str) -> str:
+def _with_placeholders(sql: str, relations: tuple[str, ...]) -> str:
     tree = sqlglot.parse_one(sql, read="duckdb")
-    return exp.replace_tables(tree, {r: _placeholder(r, dialect) for r in relations}).sql(dialect)
+    return exp.replace_tables(tree, {r: _placeholder(r) for r in relations}).sql("duckdb")
 
 
 def string(text: str) -> str:

@@ -38,9 +38,7 @@ STEPS: dict[str, Step] = {s.name: s for s in (
     Step("sample_metrics", ("sample_counts",), None, ("beta", "zero_division")),
     Step("true_ranks", ("predictions",), "true_ranks"),
     Step("top_k_metrics", ("true_ranks",), None, ("k",)),
-    # ranking across samples, per label: the curve from one sorted pass (ranked_points); threshold
-    # sweeps from the weight per distinct score (score_counts)
-    Step("score_counts", ("predictions",), "score_counts", ("bins",)),
+    # ranking across samples, per label: the curve from one sorted pass (ranked_points)
     Step("ranked_points", ("predictions",), "curve_points", ("bins",)),
     Step("curve_counts", ("curve_points",), "confusion_counts", ("threshold",)),
     Step("ranking_metrics", ("curve_points",), None, ("max_fpr", "micro")),
@@ -49,7 +47,7 @@ STEPS: dict[str, Step] = {s.name: s for s in (
     # threshold sweeps: one scan into at most T + 1 buckets per label, then running sums
     Step("threshold_buckets", ("predictions",), "threshold_buckets", ("thresholds", "bins")),
     Step("listed_points", ("threshold_buckets",), "sweep_points", ("thresholds",)),
-    Step("points_confusion", ("sweep_points",), "confusion_counts"),
+    Step("sweep_counts", ("sweep_points",), "confusion_counts"),
     Step("pair_counts", ("predictions",), "pair_counts"),
     Step("ovo_metrics", ("pair_counts",)),
     # ranking across labels, per sample
@@ -109,7 +107,7 @@ OPERATING = Family("operating", "operating_points", dict.fromkeys(_SCORED, _CURV
 #: counts at each threshold, each (segment, threshold) becoming one segment for decision_metrics.
 SWEEP = Family("sweep", "decision_metrics",
                dict.fromkeys(("binary", "multilabel"),
-                             ("threshold_buckets", "listed_points", "points_confusion")),
+                             ("threshold_buckets", "listed_points", "sweep_counts")),
                LABEL_AVERAGES)
 OVO = Family("ovo", "ovo_metrics", {"multiclass": ("pair_counts",)}, ("macro", "weighted"))
 LABEL_RANKING = Family("label_ranking", "label_ranking_metrics",
@@ -299,14 +297,15 @@ METRICS: dict[str, Metric] = _metrics(
            {"clustering": CONTINGENCY}),
 )
 
-DEFAULTS: dict[str, object] = {
-    "threshold": 0.5, "beta": 1.0, "k": 2, "zero_division": None, "thresholds": None,
-    "bins": None, "max_fpr": None, "min_recall": 0.9, "min_precision": 0.9, "n_bins": 10,
-    "average_method": "arithmetic",
-    "kind": "roc", "drop_intermediate": None,  # None: as scikit-learn (roc drops, pr keeps)
-}
-#: The means of two entropies that normalized_mutual_info and adjusted_mutual_info divide by.
-AVERAGE_METHODS = ("arithmetic", "geometric", "min", "max")
+def metrics_of(family: Family) -> tuple[str, ...]:
+    """The metrics some task computes with ``family``, in the registry's order: the names a
+    polars plan gives (the SQL files write theirs out; tests/test_registry.py compares them).
+
+    >>> metrics_of(RANKING)
+    ('roc_auc', 'average_precision', 'break_even')
+    """
+    return tuple(m.name for m in METRICS.values()
+                 if any(f is family for f in m.families.values()))
 
 
 def default_averages(task: Task) -> tuple[str, ...]:

@@ -11,21 +11,17 @@ One row per (sample, label) pair::
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Literal
 
 import polars as pl
 
+from mleval_sql.errors import InputError
+from mleval_sql.params import RESULT_COLUMNS
+
 Task = Literal["binary", "multiclass", "multilabel", "regression", "clustering"]
 TASKS: tuple[Task, ...] = ("binary", "multiclass", "multilabel", "regression", "clustering")
-
-#: Column names of every result table; segment columns may not take them.
-RESULT_COLUMNS = ("metric", "average", "label", "predicted", "threshold", "beta", "k", "value")
-
-
-class InputError(ValueError):
-    """Bad input: the message names the column, value or row count at fault."""
 
 
 @dataclass(frozen=True)
@@ -94,53 +90,54 @@ def _kind(dtype: pl.DataType) -> str:
 
 def check_columns(schema: pl.Schema, columns: Columns, by: Sequence[str]) -> str | None:
     """Check names and types before any scan; return the weight column to use, if any."""
-    present = set(schema.names())
-    for role, name in columns.required().items():
-        if name not in present:
-            hint = "" if role == name else f" (mapped from {role!r})"
-            raise InputError(
-                f"missing column {name!r}{hint}; the input has {sorted(present)}"
-            )
+    check_present(schema, columns.required())
     if _kind(schema[columns.score]) != "number":
         raise InputError(f"column {columns.score!r} (score) must be numeric, "
                          f"not {schema[columns.score]}")
     if _kind(schema[columns.truth]) == "other":
         raise InputError(f"column {columns.truth!r} (truth) must be boolean or numbers, "
                          f"not {schema[columns.truth]}")
+    return check_weight_and_segments(schema, columns, by, columns.required().values())
+
+
+def check_present(schema: pl.Schema, roles: Mapping[str, str], task: str = "") -> None:
+    """Every role's column (``{"score": "prob"}``) is in the input (``task``: said in the
+    error, e.g. " for task 'clustering'")."""
+    present = set(schema.names())
+    for role, name in roles.items():
+        if name not in present:
+            hint = "" if role == name else f" (mapped from {role!r})"
+            raise InputError(f"missing column {name!r}{hint}{task}; the input has "
+                             f"{sorted(present)}")
+
+
+def check_weight_and_segments(schema: pl.Schema, columns: Columns, by: Sequence[str],
+                              roles: Iterable[str], reserved: Sequence[str] = RESULT_COLUMNS,
+                              ) -> str | None:
+    """The weight column to use, if any, once it and the segment columns ``by`` are checked: a
+    segment column exists, is none of the ``roles`` columns, and is not named like a column of
+    the results (``reserved``), where it would collide."""
+    present = set(schema.names())
     weight = columns.weight if columns.weight in present else None
     if columns.weight not in (None, "weight") and weight is None:
         raise InputError(f"missing weight column {columns.weight!r}; "
                          f"the input has {sorted(present)}")
     if weight is not None and _kind(schema[weight]) != "number":
         raise InputError(f"column {weight!r} (weight) must be numeric, not {schema[weight]}")
-    roles = set(columns.required().values()) | {weight}
-    roles.discard(None)
+    used = {*roles, weight} - {None}
     for name in by:
         if name not in present:
             raise InputError(f"segment column {name!r} is not in the input; "
                              f"it has {sorted(present)}")
-        if name in roles:
-            raise InputError(f"segment column {name!r} is also a prediction column")
-        if name in RESULT_COLUMNS:
-            raise InputError(f"segment column {name!r} clashes with a result column; "
-                             "rename it in the input")
+        if name in used:
+            raise InputError(f"segment column {name!r} is also a column the metrics read")
+        if name in reserved:
+            raise InputError(f"segment column {name!r} clashes with the result column of the "
+                             f"same name; rename it in the input (e.g. a view or "
+                             f"pl.col({name!r}).alias({name + '_'!r})) and segment by that")
     if len(set(by)) != len(by):
         raise InputError(f"segment columns repeat: {list(by)}")
     return weight
-
-
-# The per-segment summary that validation computes on either engine (queries/validate_summary.sql,
-# engines/polars/validate.py): every check below reads only these columns.
-SUMMARY_COLUMNS = (
-    "n_rows", "n_samples", "n_labels",
-    "null_sample", "null_label", "null_score", "nan_score", "null_truth", "bad_truth",
-    "nan_truth", "min_score", "max_score", "bad_weight", "min_rows", "max_rows", "dup_rows",
-    "min_true", "max_true",
-    "uneven_weight", "example_dup", "example_short", "example_not_one_true", "example_weight",
-    "example_null_score_sample", "example_null_score_label", "example_nan_score_sample",
-    "example_nan_score_label", "example_nan_score_value", "example_bad_truth_sample",
-    "example_bad_truth_label", "example_bad_truth_value", "min_bad_truth", "max_bad_truth",
-)
 
 
 def check_summary(summary: pl.DataFrame, columns: Columns, weight: str | None,
@@ -199,23 +196,21 @@ def check_summary(summary: pl.DataFrame, columns: Columns, weight: str | None,
 def _culprit(summary: pl.DataFrame, key: str, columns: Columns) -> str:
     """Where a bad score or truth is: its values' range and the smallest (sample, label) row
     with one, e.g. ``": 2.0 to 7.0, e.g. 7.0 at sample 's003', label 'a'"``."""
-    example = f"example_{key}_sample"
+    example = f"example_{key}"
     if example not in summary.columns:
         return ""
-    fields = [c for c in summary.columns if c.startswith(f"example_{key}_")]
-    rows = summary.select(fields).filter(pl.col(example).is_not_null())
+    rows = summary[example].drop_nulls()
     if rows.is_empty():
         return ""
-    row = {name.removeprefix(f"example_{key}_"): value
-           for name, value in rows.sort(fields).row(0, named=True).items()}
+    row = rows.sort().to_list()[0]
     where = f"sample {row['sample']!r}" + (
         "" if columns.label is None else f", label {row['label']!r}")
     if key == "bad_truth":
         low, high = summary["min_bad_truth"].min(), summary["max_bad_truth"].max()
         span = f"{low:g}" if low == high else f"{low:g} to {high:g}"
-        return f": {span}, e.g. {row['value']:g} at {where}"
+        return f": {span}, e.g. {row['truth']:g} at {where}"
     if key == "nan_score":
-        return f", e.g. {row['value']} at {where}"
+        return f", e.g. {row['score']} at {where}"
     return f", e.g. at {where}"
 
 

@@ -1,10 +1,12 @@
-"""Turn whatever holds the predictions into one input either engine can scan.
+"""Turn whatever holds the predictions into one input every engine can scan.
 
 Parquet (a file, a glob, a list, or a hive-partitioned folder whose ``key=value`` folders become
 columns; in object storage too), CSV (a ``.csv`` file, a glob or a list of them), a Delta or
 Iceberg table, a pyarrow Table / RecordBatchReader / Dataset, a polars DataFrame or LazyFrame, a
 pandas DataFrame, or a DuckDB relation. Local files are listed once into a fixed list of files by
-:func:`mleval_sql.files.snapshot` (object storage by :mod:`mleval_sql.lakes`).
+:func:`mleval_sql.files.snapshot` (object storage by :mod:`mleval_sql.lakes`). A source says what
+it holds and gives its polars LazyFrame (the schema every check reads); each other engine reads
+the source types with a reader of its own (DuckDB: :func:`mleval_sql.engines.duckdb.read`).
 
 >>> import polars as pl
 >>> as_source(pl.DataFrame({"sample": [1]})).schema().names()
@@ -26,7 +28,6 @@ import pyarrow as pa
 
 from mleval_sql import files as listing
 from mleval_sql.lakes import AsOf, Lake, StorageOptions, open_lake
-from mleval_sql.queries import identifier
 from mleval_sql.schema import InputError
 
 if TYPE_CHECKING:
@@ -45,15 +46,9 @@ class Parquet:
 
     def polars(self) -> pl.LazyFrame:
         # the files agree on the columns a request uses (check); others may come and go
-        return _plain(pl.scan_parquet(list(self.files), hive_partitioning=True,
-                                      glob=not self._local(), missing_columns="insert",
-                                      extra_columns="ignore"))
-
-    def duckdb(self, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
-        # DuckDB globs every path it is given: wildcards in a local file's name are escaped
-        files = [listing.glob_escape(f) for f in self.files] if self._local() else self.files
-        return con.read_parquet(list(files), hive_partitioning=True,
-                                union_by_name=len(self.files) > 1)
+        return categories_as_strings(pl.scan_parquet(
+            list(self.files), hive_partitioning=True, glob=not self._local(),
+            missing_columns="insert", extra_columns="ignore"))
 
     def check(self, columns: Sequence[str | None]) -> None:
         """Every file readable, with each of ``columns`` of one type or absent from all
@@ -74,10 +69,6 @@ class Parquet:
 
 #: Rows polars reads to infer a CSV file's column types (DuckDB then reads the same types).
 CSV_INFER_ROWS = 100_000
-#: polars types -> DuckDB's, so that both engines read a CSV file's columns alike
-_DUCKDB_TYPES = {pl.Int64: "BIGINT", pl.Float64: "DOUBLE", pl.Boolean: "BOOLEAN",
-                 pl.String: "VARCHAR", pl.Date: "DATE", pl.Datetime: "TIMESTAMP",
-                 pl.Time: "TIME"}
 
 
 @dataclass(frozen=True)
@@ -94,12 +85,6 @@ class Csv:
     def polars(self) -> pl.LazyFrame:
         return pl.scan_csv(list(self.files), infer_schema_length=CSV_INFER_ROWS, glob=False)
 
-    def duckdb(self, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
-        types = {name: _DUCKDB_TYPES.get(dtype.base_type(), "VARCHAR")
-                 for name, dtype in self.schema().items()}
-        # DuckDB globs every path it is given: wildcards in a file's name are escaped
-        return con.read_csv([listing.glob_escape(f) for f in self.files], header=True,
-                            dtype=types)
 
 
 @dataclass(frozen=True)
@@ -114,11 +99,6 @@ class InMemory:
     def polars(self) -> pl.LazyFrame:
         return self.frame
 
-    def duckdb(self, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
-        # An anonymous relation, scanned through Arrow (a LazyFrame is re-run on each scan):
-        # registering a name would leave it on the user's connection and shadow their own table.
-        return con.from_arrow(self.frame)
-
 
 @dataclass(frozen=True)
 class ArrowDataset:
@@ -130,10 +110,7 @@ class ArrowDataset:
         return self.polars().collect_schema()
 
     def polars(self) -> pl.LazyFrame:
-        return _plain(pl.scan_pyarrow_dataset(self.dataset))
-
-    def duckdb(self, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
-        return con.from_arrow(self.dataset)
+        return categories_as_strings(pl.scan_pyarrow_dataset(self.dataset))
 
 
 @dataclass(frozen=True)
@@ -147,16 +124,7 @@ class DuckDBRelation:
 
     def polars(self) -> pl.LazyFrame:
         # one DuckDB call at a time: a plan that reads its input twice reads it through a cache
-        return _plain(self.relation.pl(lazy=True)).cache()
-
-    def duckdb(self, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
-        coded = {name for name, dtype in zip(self.relation.columns, self.relation.types,
-                                             strict=True) if str(dtype).startswith("ENUM")}
-        if not coded:
-            return self.relation
-        return self.relation.project(", ".join(
-            f"CAST({identifier(n)} AS VARCHAR) AS {identifier(n)}" if n in coded
-            else identifier(n) for n in self.relation.columns))
+        return categories_as_strings(self.relation.pl(lazy=True)).cache()
 
 
 Source = Parquet | Csv | InMemory | ArrowDataset | DuckDBRelation | Lake
@@ -183,14 +151,14 @@ def as_source(data: Any, *, storage_options: StorageOptions | None = None,
                                                    for p in data):
         return _files(data)
     if isinstance(data, pl.LazyFrame):
-        return InMemory(_plain(data))
+        return InMemory(categories_as_strings(data))
     if isinstance(data, pl.DataFrame):
-        return InMemory(_plain(data.lazy()))
+        return InMemory(categories_as_strings(data.lazy()))
     if isinstance(data, pa.Table):
-        return InMemory(_plain(pl.from_arrow(data).lazy()))  # type: ignore[union-attr]
+        return InMemory(categories_as_strings(pl.from_arrow(data).lazy()))  # type: ignore[union-attr]
     if isinstance(data, pa.RecordBatchReader):
         # a reader can be read once, and evaluation scans twice (checks, then metrics)
-        return InMemory(_plain(pl.from_arrow(data.read_all()).lazy()))  # type: ignore[union-attr]
+        return InMemory(categories_as_strings(pl.from_arrow(data.read_all()).lazy()))  # type: ignore[union-attr]
     # pyarrow.dataset imports pandas (half a second a run): a Dataset exists only once it is
     # imported, so it is looked up, never imported, here
     pads = sys.modules.get("pyarrow.dataset")
@@ -199,12 +167,12 @@ def as_source(data: Any, *, storage_options: StorageOptions | None = None,
     if isinstance(data, duckdb.DuckDBPyRelation):
         return DuckDBRelation(data)
     if type(data).__module__.split(".")[0] == "pandas":
-        return InMemory(_plain(pl.from_pandas(data).lazy()))
+        return InMemory(categories_as_strings(pl.from_pandas(data).lazy()))
     raise InputError(f"cannot read predictions from a {type(data).__name__}; give parquet "
                      "or CSV paths, an Arrow table or dataset, a polars, pandas or DuckDB table")
 
 
-def _plain(frame: pl.LazyFrame) -> pl.LazyFrame:
+def categories_as_strings(frame: pl.LazyFrame) -> pl.LazyFrame:
     """``frame`` with Categorical and Enum columns as plain strings.
 
     DuckDB reads Arrow dictionaries as VARCHAR, so labels and segments must compare and sort by

@@ -16,7 +16,8 @@ from sqlglot import exp
 
 from mleval_sql import api, dialects
 from mleval_sql.engines.sql import canonical
-from mleval_sql.registry import CURVES, DEFAULTS, METRICS, STEPS, SWEEP
+from mleval_sql.params import DEFAULTS, PARAMS, checked
+from mleval_sql.registry import CURVES, METRICS, STEPS, SWEEP
 from mleval_sql.schema import TASKS, Columns, InputError, Task
 
 #: Which summary column of queries/validate_summary.sql says what problem (--checks), with the
@@ -168,7 +169,7 @@ class _Builder:
     def metrics(self, table: exp.Table, cols: Columns, weight: str | None, task: Task,
                 names: list[str], average: str | Sequence[str] | None,
                 given: dict[str, Any]) -> exp.Select:
-        params = api._params(**given)
+        params: dict[str, Any] = checked(**given)
         averages = api._averages(average, task)
         plan = api._plan(names, task, averages, sweep=params["thresholds"] is not None)
         params["micro"] = "micro" in averages
@@ -197,7 +198,7 @@ class _Builder:
         return self._with(out)
 
     def _optional(self, plan: api._Plan, params: dict[str, object]) -> list[str]:
-        used = {p for f in plan.families.values() for p in api._params_of(f, plan.task)}
+        used = {p for f in plan.families.values() for p in _params_of(f, plan.task)}
         wanted = {m for keep in plan.keep.values() for m in keep}
         out = []
         if "confusion_matrix" in wanted:
@@ -206,7 +207,7 @@ class _Builder:
                                                                                {}).values())
         if "threshold" in used or "thresholds" in used or per_label_points:
             out.append("threshold")
-        out += [p for p in api.METRIC_PARAMS if params[p] is not None
+        out += [p for p in _METRIC_PARAMS if params[p] is not None
                 and any(p in METRICS[m].params for m in wanted)]
         if params["bins"] is not None and "bins" in used:
             out.append("bins")
@@ -215,7 +216,7 @@ class _Builder:
     def _family_rows(self, plan: api._Plan, family: Any, wanted: dict[str, set[str | None]],
                      cte: str, keys: list[str], params: dict[str, object],
                      optional: list[str]) -> exp.Select:
-        used = api._params_of(family, plan.task)
+        used = _params_of(family, plan.task)
         final = sqlglot.parse_one(_load(family.final), read="duckdb")
         has = {p.alias_or_name for p in final.selects}
         row = exp.column
@@ -230,7 +231,7 @@ class _Builder:
             "bins": exp.cast(dialects.literal(params["bins"]) if "bins" in used
                              else exp.null(), "bigint"),
         }
-        for p in api.METRIC_PARAMS:
+        for p in _METRIC_PARAMS:
             having = [m for m in wanted if p in METRICS[m].params]
             values[p] = exp.Case(ifs=[exp.If(
                 this=exp.In(this=row("metric"),
@@ -313,7 +314,7 @@ class _Builder:
         if kind == "sweep":
             if given.get("thresholds") is None and given.get("bins") is None:
                 raise InputError("a sweep needs thresholds= or bins=")
-            params = api._params(**given)
+            params: dict[str, Any] = checked(**given)
             params["micro"] = False
             cte, keys = self._chain(SWEEP.steps(task) if task in SWEEP.stats else (),
                                     params, "sweep_rows")
@@ -321,7 +322,7 @@ class _Builder:
             return self._with(self._sweep(cte, keys))
         if kind not in CURVES:
             raise InputError(f"unknown curve kind {kind!r}; kinds are {[*CURVES, 'sweep']}")
-        params = api._params(**given)
+        params: dict[str, Any] = checked(**given)
         params["kind"] = kind
         params["drop_intermediate"] = (kind == "roc") if drop is None else bool(drop)
         steps = CURVES[kind]
@@ -371,6 +372,15 @@ def _own_ctes_prefixed(tree: exp.Expression, prefix: str) -> exp.Expression:
     for c in tree.args["with_"].expressions:
         c.set("alias", exp.TableAlias(this=exp.to_identifier(names[c.alias])))
     return tree
+
+
+#: The parameters shown on the rows of the metrics that name them (the others: threshold and
+#: bins, on every row of the families that read them).
+_METRIC_PARAMS = tuple(name for name, p in PARAMS.items() if p.column == "metric")
+
+
+def _params_of(family: Any, task: Task) -> set[str]:
+    return {p for s in family.steps(task) for p in STEPS[s].params}
 
 
 def _null_column(step: str, name: str) -> bool:

@@ -12,7 +12,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
-from mleval_sql.engines import ENGINES
+from mleval_sql.engines import local_engines
 
 settings.register_profile(
     # no shrinking: an engine call costs up to a second here, and shrinking one failure took
@@ -26,7 +26,7 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
-@pytest.fixture(params=ENGINES)
+@pytest.fixture(params=local_engines())
 def engine(request: pytest.FixtureRequest) -> str:
     return request.param
 

@@ -4,6 +4,8 @@ one-sample segment, a segment that lacks a label, string or integer ids and labe
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import polars as pl
 
@@ -54,3 +56,20 @@ def make_predictions(task: Task, seed: int, *, n_samples: int = 90, n_labels: in
     frame = pl.DataFrame(rows, orient="row", schema=["sample", "label", "score", "truth",
                                                       "weight", "region", "model"])
     return frame if weighted else frame.drop("weight")
+
+
+def cat_dog_eel(n_samples: int, seed: int, regions: Sequence[str]) -> pl.DataFrame:
+    """A small multilabel table: labels cat, dog and eel, about 40% true, weights constant
+    within a sample, the samples dealt round ``regions`` (column ``region``)."""
+    labels = ("cat", "dog", "eel")
+    rng = np.random.default_rng(seed)
+    n = n_samples * len(labels)
+    sample = np.repeat(np.arange(n_samples), len(labels))
+    return pl.DataFrame({
+        "sample": sample,
+        "label": np.tile(labels, n_samples),
+        "score": rng.random(n).round(3),
+        "truth": rng.random(n) < 0.4,
+        "weight": rng.integers(1, 4, n_samples).astype(float)[sample],
+        "region": np.array(regions)[sample % len(regions)],
+    })

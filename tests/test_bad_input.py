@@ -20,24 +20,16 @@ import polars as pl
 import pytest
 
 import mleval_sql as me
+from mleval_sql.engines import local_engines
+from tests.data import cat_dog_eel
 
-ENGINES = ["duckdb", "polars"]
 LABELS = ("cat", "dog", "eel")
 
 
 def make_data(n_samples: int = 12, seed: int = 3) -> pl.DataFrame:
     """A good multilabel table: 12 samples x 3 labels, per-sample weights, two regions."""
-    rng = np.random.default_rng(seed)
-    n = n_samples * len(LABELS)
-    sample = np.repeat(np.arange(n_samples), len(LABELS))
-    return pl.DataFrame({
-        "sample": sample,
-        "label": np.tile(LABELS, n_samples),
-        "score": rng.random(n).round(3),
-        "truth": (rng.random(n) < 0.4).astype(np.int64),
-        "weight": rng.integers(1, 4, n_samples).astype(float)[sample],
-        "region": np.array(["north", "south"])[sample % 2],
-    })
+    return cat_dog_eel(n_samples, seed, ("north", "south")).with_columns(
+        pl.col("truth").cast(pl.Int64))
 
 
 def multiclass(data: pl.DataFrame) -> pl.DataFrame:
@@ -150,7 +142,7 @@ CASES = [
     Case("unknown metric f1_score", _keep, ("unknown metric 'f1_score'", "'f1'"),
          {"metrics": ["f1_score"]}),
     Case("unknown average", _keep, ("unknown average 'mean'",), {"average": "mean"}),
-    Case("unknown engine", _keep, ("unknown engine 'spark'",), {"engine": "spark"}),
+    Case("unknown engine", _keep, ("unknown engine 'sparkle'",), {"engine": "sparkle"}),
     Case("average the metric lacks", _keep, ("'tp'", "no average 'samples'"),
          {"metrics": ["tp"], "average": "samples"}),
     Case("threshold NaN", _keep, ("threshold", "nan"), {"threshold": float("nan")}),
@@ -182,7 +174,7 @@ def raise_for(case: Case, engine: str) -> me.InputError:
     return caught.value
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", local_engines())
 @pytest.mark.parametrize("case", _params())
 def test_bad_input_is_named_in_one_line(case: Case, engine: str) -> None:
     error = raise_for(case, engine)
@@ -202,7 +194,7 @@ def test_both_engines_say_the_same(case: Case) -> None:
 _INPUT_OPTIONS = {"by", "task", "columns"}
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", local_engines())
 def test_check_alone_and_under_a_budget_says_the_same(engine: str, monkeypatch) -> None:
     """me.check raises what evaluate raises for a bad table, also under a memory budget, where
     the checks run a batch of segments at a time (here a segment a batch; every case is run
@@ -225,7 +217,7 @@ def test_check_alone_and_under_a_budget_says_the_same(engine: str, monkeypatch) 
     assert me.check(make_data(), by="region", engine=engine, memory_limit="200MB") == "multilabel"
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", local_engines())
 @pytest.mark.parametrize("limit", ["1XB", "1000", "-1GB", "0GB", "big", -5, 1.5])
 def test_a_bad_memory_limit_is_named_in_our_words(engine: str, limit: object) -> None:
     with pytest.raises(me.InputError, match=r"^memory_limit must be a positive size with a "
@@ -241,7 +233,7 @@ def test_memory_limits_with_units_are_taken(limit: str) -> None:
 def test_every_case_is_good_before_it_is_broken() -> None:
     """The good table passes: the cases fail for what they break, not for the table."""
     good = make_data()
-    for engine in ENGINES:
+    for engine in local_engines():
         assert me.evaluate(good, engine=engine, by="region").height > 0
         assert me.evaluate(multiclass(good), engine=engine, task="multiclass").height > 0
 
@@ -254,7 +246,7 @@ def _same(a: pl.DataFrame, b: pl.DataFrame) -> bool:
         np.allclose(a["value"].to_numpy(), b["value"].to_numpy(), rtol=0, atol=1e-12))
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", local_engines())
 def test_one_row_per_sample_is_binary(engine: str) -> None:
     data = make_data().filter(pl.col("label") == "dog")
     with warnings.catch_warnings():
@@ -265,7 +257,7 @@ def test_one_row_per_sample_is_binary(engine: str) -> None:
     assert inferred["label"].to_list() == ["dog", "dog"]  # binary: per label, no average
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", local_engines())
 def test_one_true_label_per_sample_is_multiclass_with_a_warning(engine: str) -> None:
     data = multiclass(make_data())
     with pytest.warns(UserWarning, match="task to 'multilabel'"):
@@ -276,7 +268,7 @@ def test_one_true_label_per_sample_is_multiclass_with_a_warning(engine: str) -> 
     assert not _same(inferred, as_multilabel)
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", local_engines())
 def test_other_tables_are_multilabel(engine: str) -> None:
     data = make_data()
     assert data.group_by("sample").agg(pl.col("truth").sum())["truth"].n_unique() > 1
@@ -290,7 +282,7 @@ def test_other_tables_are_multilabel(engine: str) -> None:
 # -- undefined is null, not an error ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", local_engines())
 def test_undefined_metric_in_one_segment_is_null(engine: str) -> None:
     # the south predicts nothing: its precision is 0/0
     data = make_data().with_columns(

@@ -10,7 +10,9 @@ import pytest
 
 import mleval_sql as me
 from mleval_sql.cli import main
-from mleval_sql.registry import DEFAULTS, METRICS
+from mleval_sql.engines import local_engines
+from mleval_sql.params import DEFAULTS
+from mleval_sql.registry import METRICS
 from tests.data import make_predictions
 from tests.helpers import assert_same_rows
 from tests.oracle import expected
@@ -71,7 +73,7 @@ def test_a_named_label_column_must_exist(log):
         me.evaluate(log, ["f1"], columns={"score": "prob", "label": "cls"})
 
 
-@pytest.mark.parametrize("engine_name", ["duckdb", "polars"])
+@pytest.mark.parametrize("engine_name", local_engines())
 def test_command_line(tmp_path, capsys, log, engine_name):
     path = tmp_path / "log.parquet"
     log.with_columns(label=pl.lit("x")).write_parquet(path)
@@ -89,7 +91,7 @@ def test_command_line(tmp_path, capsys, log, engine_name):
     assert pl.read_csv(capsys.readouterr().out.encode()).height > 1
 
 
-@pytest.mark.parametrize("engine_name", ["duckdb", "polars"])
+@pytest.mark.parametrize("engine_name", local_engines())
 def test_report_job_on_a_csv_log_without_labels(tmp_path, engine_name):
     """The report job reads a binary CSV log without a label column like evaluate does."""
     pytest.importorskip("jinja2")

@@ -18,7 +18,8 @@ import pytest
 import mleval_sql as me
 from mleval_sql import plot
 from mleval_sql.cli import averages_text, build_parser, main, table
-from mleval_sql.registry import DEFAULTS
+from mleval_sql.engines import local_engines
+from mleval_sql.params import DEFAULTS
 from mleval_sql.schema import TASKS
 from tests.helpers import assert_frames_close
 
@@ -217,7 +218,7 @@ def test_several_inputs(inputs: Inputs, capsys: pytest.CaptureFixture) -> None:
 def test_polars_engine_gives_the_duckdb_values(inputs: Inputs,
                                                capsys: pytest.CaptureFixture) -> None:
     results = {}
-    for engine in ("duckdb", "polars"):
+    for engine in local_engines():
         code, out, _ = run(capsys, "evaluate", inputs.multilabel, *ML_ARGS, "--engine", engine,
                            "--format", "csv")
         assert code == 0
@@ -461,7 +462,7 @@ def test_arguments_map_onto_curve(monkeypatch: pytest.MonkeyPatch,
     ]
 
 
-@pytest.mark.parametrize("engine", ["duckdb", "polars"])
+@pytest.mark.parametrize("engine", local_engines())
 def test_sweep_reproduces_the_seed_roc_points(inputs: Inputs, capsys: pytest.CaptureFixture,
                                               engine: str) -> None:
     thresholds = ",".join(str(t) for t in ROC["thresholds"])
@@ -619,7 +620,7 @@ def test_sql_options(capsys: pytest.CaptureFixture) -> None:
     assert "sample_counts" in out
 
 
-@pytest.mark.parametrize("engine", ["duckdb", "polars"])
+@pytest.mark.parametrize("engine", local_engines())
 def test_check_prints_the_task(inputs: Inputs, capsys: pytest.CaptureFixture,
                                engine: str) -> None:
     code, out, err = run(capsys, "check", inputs.binary, "--engine", engine,

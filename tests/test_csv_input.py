@@ -10,6 +10,7 @@ import pytest
 
 import mleval_sql as me
 from mleval_sql.cli import main
+from mleval_sql.engines import local_engines
 from mleval_sql.sources import Csv, as_source
 from tests.data import make_predictions
 from tests.helpers import assert_same_rows
@@ -70,7 +71,7 @@ def test_parquet_and_csv_do_not_mix(files):
         me.evaluate(str(root / "all.*"), ["f1"])
 
 
-@pytest.mark.parametrize("engine_name", ["duckdb", "polars"])
+@pytest.mark.parametrize("engine_name", local_engines())
 def test_command_line(files, capsys, engine_name):
     root = files["root"]
     assert main(["evaluate", str(root / "part-*.csv"), "--metric", "f1,roc_auc", "--by",

@@ -21,6 +21,7 @@ from sklearn import metrics as skm
 import mleval_sql as me
 from mleval_sql import queries
 from mleval_sql.api import curve
+from mleval_sql.engines import local_engines
 from mleval_sql.engines import polars as plans
 from tests.data import make_predictions
 from tests.helpers import assert_frames_close, assert_same_rows
@@ -118,7 +119,7 @@ def test_pr_curve_matches_scikit_learn(engine, task, seed, by, drop):
 def test_curve_engines_agree(kind, drop):
     frame = make_predictions("multilabel", 24)
     tables = [curve(frame, kind, by=["region", "model"], engine=e, drop_intermediate=drop)
-              for e in ("duckdb", "polars")]
+              for e in local_engines()]
     assert tables[0].height > 0
     assert_frames_close(tables[0], tables[1])
 
@@ -276,7 +277,7 @@ def test_ranking_metrics_engines_agree():
     averages = ["none", "micro", "macro", "weighted", "macro_std"]
     for max_fpr in (None, 0.4):
         results = [me.evaluate(frame, metrics, by=["region", "model"], engine=e,
-                               average=averages, max_fpr=max_fpr) for e in ("duckdb", "polars")]
+                               average=averages, max_fpr=max_fpr) for e in local_engines()]
         assert results[0]["value"].null_count() < results[0].height
         assert_same_rows(results[0], results[1], ["region", "model"], rel=1e-12)
 
@@ -316,7 +317,7 @@ def test_ovo_matches_scikit_learn_on_probabilities(engine, average):
 def test_ovo_engines_agree_and_pair_counts_sql_equals_polars():
     frame = make_predictions("multiclass", 42)
     results = [me.evaluate(frame, ["roc_auc_ovo"], by=["region", "model"], engine=e,
-                           average=["macro", "weighted"]) for e in ("duckdb", "polars")]
+                           average=["macro", "weighted"]) for e in local_engines()]
     assert results[0]["value"].null_count() < results[0].height
     assert_same_rows(results[0], results[1], ["region", "model"], rel=1e-12)
 
@@ -357,7 +358,7 @@ def test_ranking_metrics_on_tiny_inputs(frame, max_fpr):
     metrics = ["roc_auc", "average_precision", "break_even"]  # one request: one family
     want = pl.concat([expected(frame, "multilabel", m, averages, [], params) for m in metrics],
                      how="diagonal_relaxed")
-    for engine in ("duckdb", "polars"):
+    for engine in local_engines():
         got = me.evaluate(frame, metrics, task="multilabel", engine=engine,
                           average=list(averages), max_fpr=max_fpr)
         assert_same_rows(got, want, [])
@@ -367,7 +368,7 @@ def test_ranking_metrics_on_tiny_inputs(frame, max_fpr):
 @given(frame=_tiny("multiclass"))
 def test_ovo_on_tiny_inputs(frame):
     want = expected(frame, "multiclass", "roc_auc_ovo", ("macro", "weighted"), [], {})
-    for engine in ("duckdb", "polars"):
+    for engine in local_engines():
         got = me.evaluate(frame, ["roc_auc_ovo"], task="multiclass", engine=engine,
                           average=["macro", "weighted"])
         assert_same_rows(got, want, [])

@@ -23,31 +23,22 @@ import pyarrow.dataset as pads
 import pytest
 
 import mleval_sql as me
+from mleval_sql.engines import local_engines
+from tests.data import cat_dog_eel
 from tests.helpers import assert_same_rows
 from tests.oracle import expected
 from tests.test_metrics import DEFAULT_PARAMS
 
-ENGINES = ["duckdb", "polars"]
 METRICS = ["accuracy", "precision", "recall", "f1", "tp", "fp", "fn", "tn", "support",
            "jaccard", "mcc", "subset_accuracy", "hamming_loss"]
 AVERAGES = ["none", "micro", "macro"]
-LABELS = ("cat", "dog", "eel")
 
 
 def make_data(n_samples: int = 40, seed: int = 7) -> pl.DataFrame:
     """The multilabel table: weights constant within a sample, about 40% true labels."""
-    rng = np.random.default_rng(seed)
-    n = n_samples * len(LABELS)
-    sample = np.repeat(np.arange(n_samples), len(LABELS))
-    return pl.DataFrame({
-        "sample": sample,
-        "label": np.tile(LABELS, n_samples),
-        "score": rng.random(n).round(3),
-        "truth": rng.random(n) < 0.4,
-        "weight": rng.integers(1, 4, n_samples).astype(float)[sample],
-        "region": np.array(["north", "south", "west"])[sample % 3],
-        "channel": np.array(["app", "web"])[(sample // 3) % 2],
-    })
+    data = cat_dog_eel(n_samples, seed, ("north", "south", "west"))
+    return data.with_columns(channel=pl.Series(np.array(["app", "web"])[
+        (data["sample"].to_numpy() // 3) % 2]))
 
 
 def run(source: Any, engine: str, **kwargs: Any) -> pl.DataFrame:
@@ -132,7 +123,7 @@ KINDS: dict[str, Callable[[pl.DataFrame, Path], tuple[Any, Any]]] = {
 }
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", local_engines())
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_every_input_kind(kind: str, engine: str, data: pl.DataFrame,
                           reference: pl.DataFrame, tmp_path: Path) -> None:
@@ -165,7 +156,7 @@ LAKE_KINDS: dict[str, Callable[[Path], Any]] = {
 }
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", local_engines())
 @pytest.mark.parametrize("kind", list(LAKE_KINDS))
 def test_hive_lake_partition_keys_are_segments(kind: str, engine: str, data: pl.DataFrame,
                                                tmp_path: Path) -> None:
@@ -180,7 +171,7 @@ def test_hive_lake_partition_keys_are_segments(kind: str, engine: str, data: pl.
 # -- shapes of the data -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", local_engines())
 @pytest.mark.parametrize("names", [
     {"sample": "id", "label": "cls", "score": "prob", "truth": "y", "weight": "w"},
     # identifiers are quoted, never pasted: spaces, quotes, keywords, canonical names swapped
@@ -194,7 +185,7 @@ def test_column_mapping(names: dict[str, str], engine: str, data: pl.DataFrame,
     assert_same(run(renamed, engine, by=["region"], columns=names), reference)
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", local_engines())
 @pytest.mark.parametrize("ids", ["int", "str"])
 @pytest.mark.parametrize("labels", ["int", "str"])
 def test_string_and_integer_ids_and_labels(ids: str, labels: str, engine: str,
@@ -219,7 +210,7 @@ def _alone(data: pl.DataFrame, engine: str, by: list[str], key: tuple) -> pl.Dat
         pl.all())
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", local_engines())
 @pytest.mark.parametrize("by", [[], ["region"], ["region", "channel"]],
                          ids=["no segment", "one", "two"])
 def test_segments_are_the_metrics_of_their_rows(by: list[str], engine: str,
@@ -232,7 +223,7 @@ def test_segments_are_the_metrics_of_their_rows(by: list[str], engine: str,
     assert_same(got, oracle(data, by))
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", local_engines())
 def test_null_segment_value_is_its_own_segment(engine: str, data: pl.DataFrame) -> None:
     holes = data.with_columns(
         region=pl.when(pl.col("sample") % 4 == 0).then(None).otherwise("region"))
@@ -246,7 +237,7 @@ def test_null_segment_value_is_its_own_segment(engine: str, data: pl.DataFrame) 
     assert got["region"].null_count() > 0
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", local_engines())
 @pytest.mark.parametrize("truth", [pl.Boolean, pl.Int64, pl.Int8, pl.UInt8, pl.Float64,
                                    pl.Float32])
 def test_truth_as_bool_int_or_float(truth: pl.DataType, engine: str, data: pl.DataFrame,
@@ -257,7 +248,7 @@ def test_truth_as_bool_int_or_float(truth: pl.DataType, engine: str, data: pl.Da
     assert_same(run(frame, engine, by=["region"]), reference)
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", local_engines())
 @pytest.mark.parametrize("coded", ["polars Enum", "polars Categorical", "pandas category",
                                    "duckdb ENUM"])
 def test_coded_labels_behave_as_their_text(coded: str, engine: str) -> None:

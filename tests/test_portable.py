@@ -14,7 +14,8 @@ from polars.testing import assert_frame_equal
 
 import mleval_sql as me
 from mleval_sql import dialects
-from mleval_sql.registry import DEFAULTS, LABEL_AVERAGES, METRICS, STEPS
+from mleval_sql.params import DEFAULTS
+from mleval_sql.registry import LABEL_AVERAGES, METRICS, STEPS
 from tests.data import make_predictions
 from tests.helpers import assert_same_rows
 

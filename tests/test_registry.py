@@ -10,8 +10,12 @@ import sqlglot
 
 import mleval_sql as me
 from mleval_sql import queries
+from mleval_sql.engines import make_engine
 from mleval_sql.engines import polars as plans
-from mleval_sql.registry import FAMILIES, METRICS, STEPS
+from mleval_sql.params import checked
+from mleval_sql.registry import DECISIONS, FAMILIES, METRICS, SAMPLES, STEPS, SWEEP
+from mleval_sql.schema import Columns
+from mleval_sql.sources import as_source
 from tests.data import make_predictions
 from tests.helpers import assert_standalone_equals_oracle, run_standalone, statement_options
 from tests.test_metrics import DEFAULT_PARAMS
@@ -77,3 +81,37 @@ def test_other_dialects_read_back_give_the_oracle_values(name, dialect):
     frame = make_predictions("multilabel", seed=54, n_samples=30)
     rows = run_standalone(back, frame)
     assert_standalone_equals_oracle(rows, frame, "multilabel", name, "region", DEFAULT_PARAMS)
+
+
+def _family_cases():
+    for family in FAMILIES:
+        for task in family.stats:
+            if task != "clustering":
+                yield pytest.param(family, task, id=f"{family.name}-{task}")
+
+
+@pytest.mark.parametrize(("family", "task"), list(_family_cases()))
+def test_a_family_gives_exactly_the_metrics_the_registry_names(family, task, engine):
+    """The metric names written in a family's SQL (UNPIVOT lists, literals) and polars plans
+    are the registry's: a metric added, renamed or dropped in one place only fails here."""
+    frame = make_predictions(task, seed=5, n_samples=12)
+    by = ["region"]
+    src = as_source(frame)
+    runner = make_engine(engine, src, Columns(), "weight", by)
+    try:
+        runner.summary()
+        params = {**checked(thresholds=[0.5] if family is SWEEP else None), "micro": True,
+                  "adjusted": True, "kind": "roc", "drop_intermediate": False}
+        rows = runner.results(family.steps(task), params, numeric_truth=task == "regression")
+    finally:
+        runner.close()
+    given = set(rows[family.final]["metric"].unique())
+    own = DECISIONS if family is SWEEP else family
+    wanted = {m for m, metric in METRICS.items() if metric.families.get(task) is own
+              or (family is SAMPLES and metric.samples_average)}
+    assert wanted <= given, f"named in the registry, not given: {sorted(wanted - given)}"
+    assert given <= set(METRICS), f"given, not in the registry: {sorted(given - set(METRICS))}"
+
+
+def test_the_polars_package_exports_exactly_the_steps():
+    assert set(plans.__all__) == set(STEPS)

@@ -18,10 +18,10 @@ import polars as pl
 import pytest
 
 import mleval_sql as me
+from mleval_sql.engines import local_engines
 
 SEEDS = Path(__file__).resolve().parent.parent / "fixtures" / "seeds"
 EXPECTED = json.loads((SEEDS / "expected.json").read_text(encoding="utf-8"))
-ENGINES = ("duckdb", "polars")
 NOT_KEYS = ("value", "how")  # every other field of an expected row identifies its result row
 
 
@@ -32,7 +32,7 @@ def _load(fixture: str) -> pl.DataFrame:
 def _case_params() -> list[Any]:
     params = []
     for case in EXPECTED["cases"]:
-        for engine in ENGINES:
+        for engine in local_engines():
             marks = [pytest.mark.skip(reason=case["later"])] if "later" in case else []
             params.append(pytest.param(case, engine, id=f"{case['id']}-{engine}", marks=marks))
     return params
@@ -70,7 +70,7 @@ def test_seed_example(case: dict[str, Any], engine: str) -> None:
 ROC = EXPECTED["roc_points"]
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", local_engines())
 @pytest.mark.parametrize("threshold", ROC["thresholds"])
 def test_seed_004_roc_points(threshold: float, engine: str) -> None:
     """At each of the seed's thresholds: tpr = recall and fpr = 1 - specificity, per model."""

@@ -21,6 +21,7 @@ from polars.testing import assert_frame_equal
 
 import mleval_sql as me
 from mleval_sql import queries
+from mleval_sql.engines import local_engines
 from mleval_sql.engines import polars as plans
 from mleval_sql.schema import InputError
 from tests.data import make_predictions
@@ -301,7 +302,7 @@ def _tables(draw: st.DrawFn) -> pl.DataFrame:
     return pl.DataFrame(rows, orient="row", schema=["sample", "label", "score", "truth", "weight"])
 
 
-@pytest.mark.parametrize("engine_name", ["duckdb", "polars"])
+@pytest.mark.parametrize("engine_name", local_engines())
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frame=_tables())
 def test_sweeps_of_tiny_tables(engine_name, frame):

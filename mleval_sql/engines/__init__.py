@@ -1,15 +1,20 @@
-"""The two engines: polars lazy plans and DuckDB SQL, behind one small interface.
+"""The engines, behind one small interface, and the table of them (:data:`ENGINES`).
 
 An engine is built on a source, the column mapping and the segment columns; ``summary()`` gives
-the validation summary and ``results(steps, params)`` the metric rows of each final step.
+the validation summary and ``results(steps, params)`` the metric rows of each final step. Every
+engine subclasses :class:`mleval_sql.engines.base.BaseEngine` (the segment loop, the canonical
+columns) and is one entry of :data:`ENGINES`, which the API, the command line's ``--engine``
+and the tests' ``engine`` fixture read.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import polars as pl
 
@@ -20,11 +25,6 @@ from mleval_sql.sources import Source
 #: per segment). The engines drop the others before they are materialised, so that a million
 #: segments cost a million of the rows asked for, not of every row a step can give.
 Keep = Mapping[str, tuple[Sequence[str], Sequence[str]]]
-
-EngineName = Literal["duckdb", "polars", "sql"]
-#: The engines the tests' ``engine`` fixture runs every test body on (``sql`` needs a database
-#: connection and is tested on PostgreSQL and Spark by tests/test_portable.py).
-ENGINES: tuple[EngineName, ...] = ("duckdb", "polars")
 
 _SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(b|bytes|[kmgt]i?b|%)\s*", re.IGNORECASE)
 _UNITS = {"b": 1, "bytes": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
@@ -63,18 +63,62 @@ class Engine(Protocol):
     def close(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class EngineEntry:
+    """An engine: its ``name``, the ``factory`` that builds it (``factory(source, columns,
+    weight, by, memory_limit=..., clustering=..., **options)``; a ``"module:Class"`` string is
+    imported when first used), and the ``options`` of ``evaluate`` it takes beyond
+    ``memory_limit`` (others given are not passed on). ``reader``: how the engine reads what
+    ``evaluate`` is given (``reader(source, connection)``, a ``"module:function"`` string);
+    None: the frames, files and lakes of :func:`mleval_sql.sources.as_source`, and then the
+    engine runs every generic test body and is offered by the command line."""
+
+    name: str
+    factory: Callable[..., Engine] | str
+    options: tuple[str, ...] = ()
+    reader: Callable[..., Any] | str | None = None
+
+    def make(self, *args: Any, **options: Any) -> Engine:
+        common = ("memory_limit", "clustering")
+        return _imported(self.factory)(*args, **{k: v for k, v in options.items()
+                                                 if k in common or k in self.options})
+
+    def read(self, source: Any, connection: Any) -> Any:
+        """What the engine reads for ``source`` (only for an engine with a ``reader``)."""
+        assert self.reader is not None
+        return _imported(self.reader)(source, connection)
+
+
+def _imported(thing: Callable[..., Any] | str) -> Callable[..., Any]:
+    if isinstance(thing, str):
+        module, _, name = thing.partition(":")
+        return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
+    return thing
+
+
+#: Every engine, by name; the first is the default. ``sql`` runs the steps in the database
+#: behind a connection (ADBC, DB-API or a SparkSession), on a table of that database.
+ENGINES: dict[str, EngineEntry] = {e.name: e for e in (
+    EngineEntry("duckdb", "mleval_sql.engines.duckdb:DuckDBEngine", ("connection",)),
+    EngineEntry("polars", "mleval_sql.engines.polars.engine:PolarsEngine"),
+    EngineEntry("sql", "mleval_sql.engines.sql:SQLEngine",
+                reader="mleval_sql.engines.sql:database_table"),
+)}
+
+
+def local_engines() -> list[str]:
+    """The engines that read frames, files and lakes themselves (no ``reader``): those the
+    command line offers and every generic test body runs on."""
+    return [name for name, entry in ENGINES.items() if entry.reader is None]
+
+
+#: An engine's name: a key of :data:`ENGINES`.
+EngineName = str
+
+
 def make_engine(name: str, source: Source, columns: Columns, weight: str | None,
                 by: Sequence[str], **options: Any) -> Engine:
-    """The engine called ``name`` over ``source``."""
-    if name == "duckdb":
-        from mleval_sql.engines.duckdb import DuckDBEngine
-        return DuckDBEngine(source, columns, weight, by, **options)
-    if name == "polars":
-        options.pop("connection", None)
-        from mleval_sql.engines.polars.engine import PolarsEngine
-        return PolarsEngine(source, columns, weight, by, **options)
-    if name == "sql":
-        options.pop("connection", None)
-        from mleval_sql.engines.sql import SQLEngine
-        return SQLEngine(source, columns, weight, by, **options)  # type: ignore[arg-type]
-    raise InputError(f"unknown engine {name!r}; engines are {[*ENGINES, 'sql']}")
+    """The engine called ``name`` over ``source`` (``options`` it does not take are dropped)."""
+    if name not in ENGINES:
+        raise InputError(f"unknown engine {name!r}; engines are {list(ENGINES)}")
+    return ENGINES[name].make(source, columns, weight, by, **options)

@@ -12,31 +12,32 @@ import operator
 import shutil
 import tempfile
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
 
 import duckdb
 import polars as pl
 
+from mleval_sql import files as listing
 from mleval_sql import queries
-from mleval_sql.engines import Keep, memory_bytes, segments
-from mleval_sql.engines.segments import batches, together, with_progress
+from mleval_sql.engines import Keep
+from mleval_sql.engines.base import BaseEngine, Canonical, canonical_columns
+from mleval_sql.lakes import Lake
+from mleval_sql.lakes.stores import store_error
 from mleval_sql.progress import stage
 from mleval_sql.registry import STEPS
 from mleval_sql.schema import Columns, InputError
-from mleval_sql.sources import DuckDBRelation, Source
-
-T = TypeVar("T")
+from mleval_sql.sources import ArrowDataset, Csv, DuckDBRelation, InMemory, Parquet, Source
 
 
-class DuckDBEngine:
+class DuckDBEngine(BaseEngine):
     """Evaluate with DuckDB.
 
     ``memory_limit`` (e.g. ``"1GB"``) bounds DuckDB's memory; what does not fit spills to
     ``temp_directory`` (default: a fresh temporary folder, removed afterwards), on a connection
     of its own, and the segments are evaluated in batches of about the budget's rows
-    (engines/segments.py; a parquet lake partitioned by the segment columns is then read a few
+    (engines/base.py; a parquet lake partitioned by the segment columns is then read a few
     partitions at a time); a user's ``connection`` keeps the memory settings the user gave it.
     A progress bar shows on a terminal. ``clustering``: the input is a clustering table
     (sample, truth, cluster, weight), checked by cluster_summary.
@@ -48,7 +49,7 @@ class DuckDBEngine:
                  *, connection: duckdb.DuckDBPyConnection | None = None,
                  memory_limit: str | int | None = None, temp_directory: str | None = None,
                  clustering: bool = False) -> None:
-        self.budget = None if memory_limit is None else memory_bytes(memory_limit)
+        super().__init__(by, memory_limit)
         self.owned = connection is None
         self.con = connection or duckdb.connect()
         self.prefix = f"mleval_{uuid.uuid4().hex[:8]}_"
@@ -56,12 +57,12 @@ class DuckDBEngine:
         self.restore: dict[str, object] = {}
         self.spill: Path | None = None
         try:
-            self._open(source, columns, weight, by, memory_limit, temp_directory, clustering)
+            self._open(source, columns, weight, memory_limit, temp_directory, clustering)
         except BaseException:  # an error or a signal half-way: nothing is left behind
             self.close()
             raise
 
-    def _open(self, source: Source, columns: Columns, weight: str | None, by: Sequence[str],
+    def _open(self, source: Source, columns: Columns, weight: str | None,
               memory_limit: str | int | None, temp_directory: str | None,
               clustering: bool) -> None:
         if memory_limit and not self.owned:
@@ -83,7 +84,7 @@ class DuckDBEngine:
         # progress is drawn by mleval_sql.progress (stages, segments): DuckDB's own bar would
         # write over it
         self._set("enable_progress_bar", False)
-        relation = source.duckdb(self.con)
+        relation = read(source, self.con)
         if isinstance(source, DuckDBRelation):
             relation.create_view(self._name("input"), replace=True)
             if self._visible(self._name("input")):  # it lives on this connection: use it there
@@ -96,59 +97,39 @@ class DuckDBEngine:
         else:
             relation.create_view(self._name("input"), replace=True)
             self.created.append(("VIEW", self._name("input")))
-        self.relation, self.by = relation, list(by)
-        self.batches: list[pl.DataFrame] = []
+        self.relation = relation
         self.summary_step = "cluster_summary" if clustering else "validate_summary"
-        self._create("VIEW", "predictions", _canonical(self._name("input"), columns, weight, by,
-                                                       truth_as_bool=False,
-                                                       clustering=clustering))
-        self._canonical_bool = _canonical(self._name("input"), columns, weight, by,
-                                          truth_as_bool=True)
+        self._create("VIEW", "predictions", self._canonical(canonical_columns(
+            columns, weight, clustering=clustering)))
+        self._canonical_bool = self._canonical(canonical_columns(
+            columns, weight, clustering=clustering, truth_as_bool=True))
 
-    def summary(self) -> pl.DataFrame:
-        """The validation summary (queries/validate_summary.sql; clustering:
-        queries/cluster_summary.sql), a batch of segments at a time under a memory budget."""
-        if self.budget is not None and self.by:
-            columns = ", ".join(queries.identifier(c) for c in self.by)
-            counts = self.con.sql(f"SELECT {columns}, count(*) AS n FROM "
-                                  f"{queries.identifier(self._name('input'))} "
-                                  f"GROUP BY {columns}").pl()
-            self.batches = batches(counts, self.by, self.budget)
-        if len(self.batches) < 2:  # no budget, one batch, or an empty input
-            return self._fetch(self.summary_step, {})
-        return pl.concat(self._each_batch(lambda: self._fetch(self.summary_step, {}), "checks"),
-                         how="vertical_relaxed")
+    def _segment_counts(self) -> pl.DataFrame:
+        columns = ", ".join(queries.identifier(c) for c in self.by)
+        return self.con.sql(f"SELECT {columns}, count(*) AS n FROM "
+                            f"{queries.identifier(self._name('input'))} "
+                            f"GROUP BY {columns}").pl()
 
-    def results(self, steps: Iterable[str], params: dict[str, object], *,
-                numeric_truth: bool = False, keep: Keep | None = None) -> dict[str, pl.DataFrame]:
-        """Run ``steps`` in order: statistics become tables, final steps return metric rows
-        (per segment under a memory budget).
+    @contextmanager
+    def _restricted(self, keys: pl.DataFrame | None, *, few: bool) -> Iterator[None]:
+        """The ``input`` view (and so ``predictions``) over the rows of the segments in
+        ``keys`` while the context is open: a few by a filter with the values bound as
+        constants (a parquet scan then skips the other hive partitions), many by a semi-join
+        with a table of them."""
+        if keys is None:
+            yield
+            return
+        self._batch(keys, few).create_view(self._name("input"), replace=True)
+        try:
+            yield
+        finally:
+            self.relation.create_view(self._name("input"), replace=True)
 
-        ``truth`` is boolean unless ``numeric_truth`` (regression: the target; clustering: the
-        reference class).
-        """
-        if not numeric_truth:
-            self._create("VIEW", "predictions", self._canonical_bool, replace=True)
-        steps = list(steps)
-        if len(self.batches) < 2:
-            return self._results(steps, params, keep or {})
-        return together(self._each_batch(lambda: self._results(steps, params, keep or {}),
-                                         "metrics"))
+    def _summary(self, rows: None) -> pl.DataFrame:
+        return self._fetch(self.summary_step, {})
 
-    def _each_batch(self, run: Callable[[], T], what: str) -> list[T]:
-        """``run()`` with the input restricted to each batch of segments in turn."""
-        parts = []
-        for keys in with_progress(self.batches, what):
-            self._batch(keys).create_view(self._name("input"), replace=True)
-            parts.append(run())
-        self.relation.create_view(self._name("input"), replace=True)
-        return parts
-
-    def _batch(self, keys: pl.DataFrame) -> duckdb.DuckDBPyRelation:
-        """The input rows of a batch of segments (``keys``: their segment columns' values): a
-        few by a filter with the values bound as constants (a parquet scan then skips the other
-        hive partitions), many by a semi-join with a table of them."""
-        if keys.height <= segments.FEW_SEGMENTS:
+    def _batch(self, keys: pl.DataFrame, few: bool) -> duckdb.DuckDBPyRelation:
+        if few:
             return self.relation.filter(self._is_one_of(keys))
         table = self._name("batch")
         self.con.execute(f"DROP TABLE IF EXISTS {queries.identifier(table)}")
@@ -160,8 +141,11 @@ class DuckDBEngine:
         return self.relation.set_alias("i").join(self.con.table(table).set_alias("b"), same,
                                                  how="semi")
 
-    def _results(self, steps: list[str], params: dict[str, object],
-                 keep: Keep) -> dict[str, pl.DataFrame]:
+    def _results(self, rows: None, steps: list[str], params: dict[str, object], *,
+                 numeric_truth: bool, keep: Keep) -> dict[str, pl.DataFrame]:
+        """Statistics steps become tables, final steps return metric rows."""
+        if not numeric_truth:
+            self._create("VIEW", "predictions", self._canonical_bool, replace=True)
         out: dict[str, pl.DataFrame] = {}
         with stage("statistics") as line:
             for name in steps:
@@ -203,6 +187,24 @@ class DuckDBEngine:
                 else duckdb.ColumnExpression(c) == duckdb.ConstantExpression(v)
                 for c, v in row.items()))
         return functools.reduce(operator.or_, map(segment, keys.iter_rows(named=True)))
+
+    def _canonical(self, columns: list[Canonical]) -> str:
+        """SELECT of the canonical columns from the user's table, every identifier quoted."""
+        q = queries.identifier
+        by = self.by
+        # one segment column is the key itself; several are packed in a struct (grouping by a
+        # struct costs about three times as much, so it is kept for when it is needed)
+        segment = (q(by[0]) if len(by) == 1 else
+                   "struct_pack(" + ", ".join(f"{q(c)} := {q(c)}" for c in by) + ")" if by
+                   else "0")
+        selected = []
+        for c in columns:
+            source = q(c.column) if c.column is not None else (
+                queries.string(c.value) if isinstance(c.value, str) else repr(c.value))
+            cast = {"double": "DOUBLE", "bool": "BOOLEAN"}.get(c.cast or "")
+            selected.append(f"{f'CAST({source} AS {cast})' if cast else source} AS {c.name}")
+        return (f"SELECT {', '.join(selected)}, {segment} AS segment "
+                f"FROM {q(self._name('input'))}")
 
     def _set(self, setting: str, value: object) -> None:
         if value is None:
@@ -251,25 +253,64 @@ class DuckDBEngine:
 _STAT_TABLES = tuple(sorted({s.gives for s in STEPS.values() if s.gives}))
 
 
-def _canonical(input_name: str, columns: Columns, weight: str | None, by: Sequence[str],
-               *, truth_as_bool: bool, clustering: bool = False) -> str:
-    """SELECT of the canonical columns from the user's table, every identifier quoted
-    (clustering: sample, truth, cluster, weight, segment)."""
-    q = queries.identifier
-    truth = f"CAST({q(columns.truth)} AS BOOLEAN)" if truth_as_bool else q(columns.truth)
-    # one segment column is the key itself; several are packed in a struct (grouping by a
-    # struct costs about three times as much, so it is kept for when it is needed)
-    segment = (q(by[0]) if len(by) == 1 else
-               "struct_pack(" + ", ".join(f"{q(c)} := {q(c)}" for c in by) + ")" if by else "0")
-    if clustering:
-        return (f"SELECT {q(columns.sample)} AS sample, {q(columns.truth)} AS truth, "
-                f"{q(columns.cluster)} AS cluster, "
-                f"CAST({q(weight) if weight else 1} AS DOUBLE) AS weight, "
-                f"{segment} AS segment FROM {q(input_name)}")
-    # no label column: every row is the one label of a binary task, named after the scores
-    label = (queries.string(columns.single_label) if columns.label is None
-             else q(columns.label))
-    return (f"SELECT {q(columns.sample)} AS sample, {label} AS label, "
-            f"CAST({q(columns.score)} AS DOUBLE) AS score, {truth} AS truth, "
-            f"CAST({q(weight) if weight else 1} AS DOUBLE) AS weight, "
-            f"{segment} AS segment FROM {q(input_name)}")
+# -- readers: each source type as a DuckDB relation ------------------------------------------
+
+@functools.singledispatch
+def read(source: Source, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    """``source`` as a relation on ``con``, scanned lazily where the source is."""
+    raise TypeError(f"DuckDB cannot read a {type(source).__name__}")
+
+
+@read.register
+def _(source: Parquet, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    # DuckDB globs every path it is given: wildcards in a local file's name are escaped
+    local = not any("://" in f for f in source.files)
+    files = [listing.glob_escape(f) for f in source.files] if local else source.files
+    return con.read_parquet(list(files), hive_partitioning=True,
+                            union_by_name=len(source.files) > 1)
+
+
+#: polars types -> DuckDB's, so that both engines read a CSV file's columns alike
+_CSV_TYPES = {pl.Int64: "BIGINT", pl.Float64: "DOUBLE", pl.Boolean: "BOOLEAN",
+              pl.String: "VARCHAR", pl.Date: "DATE", pl.Datetime: "TIMESTAMP", pl.Time: "TIME"}
+
+
+@read.register
+def _(source: Csv, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    types = {name: _CSV_TYPES.get(dtype.base_type(), "VARCHAR")
+             for name, dtype in source.schema().items()}
+    # DuckDB globs every path it is given: wildcards in a file's name are escaped
+    return con.read_csv([listing.glob_escape(f) for f in source.files], header=True,
+                        dtype=types)
+
+
+@read.register
+def _(source: InMemory, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    # An anonymous relation, scanned through Arrow (a LazyFrame is re-run on each scan):
+    # registering a name would leave it on the user's connection and shadow their own table.
+    return con.from_arrow(source.frame)
+
+
+@read.register
+def _(source: ArrowDataset, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    return con.from_arrow(source.dataset)
+
+
+@read.register
+def _(source: DuckDBRelation, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    relation = source.relation
+    coded = {name for name, dtype in zip(relation.columns, relation.types, strict=True)
+             if str(dtype).startswith("ENUM")}
+    if not coded:
+        return relation
+    return relation.project(", ".join(
+        f"CAST({queries.identifier(n)} AS VARCHAR) AS {queries.identifier(n)}" if n in coded
+        else queries.identifier(n) for n in relation.columns))
+
+
+@read.register
+def _(source: Lake, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    try:
+        return con.from_arrow(source.dataset())
+    except OSError as error:
+        raise store_error(source.name, error) from None

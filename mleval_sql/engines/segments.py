@@ -7,7 +7,7 @@ one-row segments together, so that the number of segments is never the unit of c
 ...                              "label": ["x"], "value": [0.5]})},
 ...          {"f": pl.DataFrame({"segment": ["b"], "metric": ["f1"], "average": [None],
 ...                              "label": ["y"], "value": [0.7]})}]
->>> together(parts)["f"].height  # a and b, each with labels x and y
+>>> merge_batches(parts)["f"].height  # a and b, each with labels x and y
 4
 """
 
@@ -50,8 +50,8 @@ def with_progress(segments: Sequence[T], what: str) -> Iterator[T]:
     return counted(segments, f"{what}, by batch")
 
 
-def together(parts: list[dict[str, pl.DataFrame]]) -> dict[str, pl.DataFrame]:
-    """Each step's rows from every segment's run, as one run over all segments would give."""
+def merge_batches(parts: list[dict[str, pl.DataFrame]]) -> dict[str, pl.DataFrame]:
+    """Each step's rows from every batch's run, as one run over all segments would give."""
     return {name: _with_every_label(pl.concat([p[name] for p in parts], how="vertical_relaxed"))
             for name in parts[0]}
 

@@ -18,7 +18,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import duckdb
 import polars as pl
 import pyarrow as pa
 
@@ -53,17 +52,11 @@ class Lake:
         return self.polars().collect_schema()
 
     def polars(self) -> pl.LazyFrame:
-        from mleval_sql.sources import _plain
+        from mleval_sql.sources import categories_as_strings
 
         try:
-            return _plain(self.scan())
+            return categories_as_strings(self.scan())
         except (OSError, pl.exceptions.ComputeError) as error:
-            raise store_error(self.name, error) from None
-
-    def duckdb(self, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
-        try:
-            return con.from_arrow(self.dataset())
-        except OSError as error:
             raise store_error(self.name, error) from None
 
 

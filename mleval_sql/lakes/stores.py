@@ -25,6 +25,7 @@ from typing import Literal
 
 import pyarrow.fs as pafs
 
+from mleval_sql.files import not_data
 from mleval_sql.schema import InputError
 
 Cloud = Literal["s3", "gcs", "azure"]
@@ -198,7 +199,7 @@ def polars_options(location: Location,
 def hidden(relative: str) -> bool:
     """Whether a path below a lake's root is not data: a part of it starts with ``_`` or ``.``
     (Spark's ``_temporary/``, ``_SUCCESS``, dot-files), as Spark, Hive and pyarrow skip them."""
-    return any(part.startswith(("_", ".")) for part in relative.split("/") if part)
+    return any(not_data(part) for part in relative.split("/") if part)
 
 
 def list_files(location: Location, fs: pafs.FileSystem) -> list[str]:

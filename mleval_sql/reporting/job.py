@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mleval_sql.api import _names
+from mleval_sql.engines import local_engines
 from mleval_sql.registry import AVERAGES
 from mleval_sql.schema import TASKS, InputError
 
@@ -199,8 +200,8 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
     if task is not None and task not in TASKS:
         raise JobError(f"task: expected one of {list(TASKS)}, got {task!r}")
     engine = top.get("engine", str, default="duckdb")
-    if engine not in ("duckdb", "polars"):
-        raise JobError(f"engine: expected 'duckdb' or 'polars', got {engine!r}")
+    if engine not in local_engines():
+        raise JobError(f"engine: expected one of {local_engines()}, got {engine!r}")
     threads = top.get("threads", int, default=1)
     if threads < 1:
         raise JobError(f"threads: expected a whole number >= 1, got {threads}")

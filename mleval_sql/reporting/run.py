@@ -23,6 +23,7 @@ import duckdb
 import polars as pl
 
 import mleval_sql as me
+from mleval_sql.engines.duckdb import read
 from mleval_sql.registry import METRICS
 from mleval_sql.reporting.job import (
     MODEL,
@@ -200,7 +201,7 @@ class _Prepared:
             if self.job.memory_limit:
                 self.connection.execute("SET memory_limit = $1", [self.job.memory_limit])
         con = self.connection
-        relation = self.src.duckdb(con)
+        relation = read(self.src, con)
         groups = con.from_arrow(self._groupings().to_arrow())
         crossed = relation.cross(groups)
         segment = set(self.job.segment_columns)

@@ -2,27 +2,34 @@
 
 Each function takes the relations the step reads (LazyFrames with a ``segment`` key column) and
 the step's parameters, and returns a LazyFrame; nothing is collected until the engine collects
-all requested results together. One module per family; each lists its steps in ``__all__``.
+all requested results together. The steps live in modules by what they compute (a module may
+hold several families' steps: ranking.py also has the one-vs-one AUC, sweeps.py the operating
+points); each module lists its steps in ``__all__``, and this package exports them all.
 """
 
-from mleval_sql.engines.polars.clustering import *  # noqa: F403
-from mleval_sql.engines.polars.decisions import decision_metrics, threshold_counts
-from mleval_sql.engines.polars.label_ranking import *  # noqa: F403
-from mleval_sql.engines.polars.multiclass import (
-    argmax_matrix,
-    matrix_counts,
-    multiclass_metrics,
-    top_k_metrics,
-    true_ranks,
+from mleval_sql.engines.polars import (
+    clustering,
+    decisions,
+    label_ranking,
+    multiclass,
+    probability,
+    ranking,
+    regression,
+    samples,
+    sweeps,
+    validate,
 )
+from mleval_sql.engines.polars.clustering import *  # noqa: F403
+from mleval_sql.engines.polars.decisions import *  # noqa: F403
+from mleval_sql.engines.polars.label_ranking import *  # noqa: F403
+from mleval_sql.engines.polars.multiclass import *  # noqa: F403
 from mleval_sql.engines.polars.probability import *  # noqa: F403
 from mleval_sql.engines.polars.ranking import *  # noqa: F403
 from mleval_sql.engines.polars.regression import *  # noqa: F403
-from mleval_sql.engines.polars.samples import sample_counts, sample_metrics
+from mleval_sql.engines.polars.samples import *  # noqa: F403
 from mleval_sql.engines.polars.sweeps import *  # noqa: F403
-from mleval_sql.engines.polars.validate import validate_summary
+from mleval_sql.engines.polars.validate import *  # noqa: F403
 
-__all__ = [
-    "argmax_matrix", "decision_metrics", "matrix_counts", "multiclass_metrics", "sample_counts",
-    "sample_metrics", "threshold_counts", "top_k_metrics", "true_ranks", "validate_summary",
-]
+__all__ = sorted({name for module in (clustering, decisions, label_ranking, multiclass,
+                                      probability, ranking, regression, samples, sweeps, validate)
+                  for name in module.__all__})

@@ -10,10 +10,11 @@ from collections.abc import Sequence
 import polars as pl
 
 from mleval_sql.engines.polars._common import label_averages, rate_scores, ratio, truth, weight
-from mleval_sql.registry import LABEL_AVERAGES
+from mleval_sql.registry import DECISIONS, LABEL_AVERAGES, METRICS, metrics_of
 
-LABEL_METRICS = ("tp", "fp", "fn", "tn", "support", "accuracy", "precision", "recall", "f1",
-                 "fbeta", "specificity", "jaccard", "mcc")
+__all__ = ["decision_metrics", "threshold_counts"]
+
+LABEL_METRICS = tuple(m for m in metrics_of(DECISIONS) if METRICS[m].per_label)
 AVERAGED = {"macro", "weighted", "macro_std"}  # the averages label_averages gives
 
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 import polars as pl
 
 from mleval_sql.engines.polars._common import truth, weight
+from mleval_sql.registry import LABEL_RANKING, metrics_of
 
 __all__ = ["label_ranking_metrics", "sample_ranks"]
 
 _score, _label = pl.col("score"), pl.col("label")
-METRICS = ("coverage_error", "label_ranking_loss", "label_ranking_average_precision",
-           "one_error", "precision_at_k", "recall_at_k")
+METRICS = metrics_of(LABEL_RANKING)
 
 
 def sample_ranks(predictions: pl.LazyFrame, *, k: int) -> pl.LazyFrame:

@@ -10,6 +10,8 @@ import polars as pl
 
 from mleval_sql.engines.polars._common import truth, weight
 
+__all__ = ["argmax_matrix", "matrix_counts", "multiclass_metrics", "top_k_metrics", "true_ranks"]
+
 _score, _label = pl.col("score"), pl.col("label")
 
 

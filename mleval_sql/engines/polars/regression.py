@@ -9,13 +9,14 @@ from __future__ import annotations
 import polars as pl
 
 from mleval_sql.engines.polars._common import weight
+from mleval_sql.registry import REGRESSION, metrics_of
 
 __all__ = ["regression_metrics", "regression_sums"]
 
 _KEYS = ("segment", "label")
 #: numpy's float64 eps, the floor of |truth| in scikit-learn's MAPE (2**-52, exact)
 EPS = 2.0**-52
-METRICS = ("mse", "rmse", "mae", "mape", "r2")
+METRICS = metrics_of(REGRESSION)
 
 
 def regression_sums(predictions: pl.LazyFrame) -> pl.LazyFrame:

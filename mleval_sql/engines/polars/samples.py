@@ -9,6 +9,8 @@ import polars as pl
 
 from mleval_sql.engines.polars._common import nan_average, rate_scores, truth, weight
 
+__all__ = ["sample_counts", "sample_metrics"]
+
 _score, _label = pl.col("score"), pl.col("label")
 SAMPLE_AVERAGED = ("precision", "recall", "f1", "fbeta", "jaccard")
 

@@ -1,6 +1,6 @@
 """Threshold sweeps and operating points as polars plans.
 
-Mirrors queries/threshold_buckets.sql, queries/listed_points.sql, queries/points_confusion.sql
+Mirrors queries/threshold_buckets.sql, queries/listed_points.sql, queries/sweep_counts.sql
 and queries/operating_points.sql.
 """
 
@@ -11,11 +11,12 @@ from collections.abc import Sequence
 import polars as pl
 
 from mleval_sql.engines.polars._common import group_by_few, truth, weight
+from mleval_sql.registry import OPERATING, metrics_of
 
-__all__ = ["listed_points", "operating_points", "points_confusion", "threshold_buckets"]
+__all__ = ["listed_points", "operating_points", "sweep_counts", "threshold_buckets"]
 
 _KEYS = ("segment", "label")
-OPERATING_METRICS = ("max_f1", "precision_at_recall", "recall_at_precision")
+OPERATING_METRICS = metrics_of(OPERATING)
 
 
 def threshold_buckets(predictions: pl.LazyFrame, *, thresholds: Sequence[float],
@@ -24,7 +25,7 @@ def threshold_buckets(predictions: pl.LazyFrame, *, thresholds: Sequence[float],
     score goes to the highest threshold at or below it (null: below them all).
 
     With ``bins`` the thresholds are k/bins and a score's place is computed, exactly as
-    score_counts does; otherwise a binary search of the sorted list.
+    ranked_points grids a score; otherwise a binary search of the sorted list.
     """
     score = pl.col("score")
     if bins is None:
@@ -71,7 +72,7 @@ def listed_points(threshold_buckets: pl.LazyFrame, *,
         *_KEYS, "threshold", "tp", "fp", "fn", "tn")
 
 
-def points_confusion(sweep_points: pl.LazyFrame) -> pl.LazyFrame:
+def sweep_counts(sweep_points: pl.LazyFrame) -> pl.LazyFrame:
     """Confusion counts whose segment is the struct {segment, threshold}."""
     return sweep_points.select(segment=pl.struct("segment", "threshold"), label="label",
                                tp="tp", fp="fp", fn="fn", tn="tn")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
+__all__ = ["validate_summary"]
+
 _truth = pl.col("truth").cast(pl.Float64)
 _weight = pl.col("weight")
 

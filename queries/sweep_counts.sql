@@ -1,4 +1,4 @@
--- points_confusion: the counts of a threshold sweep as confusion counts, each (segment,
+-- sweep_counts: the counts of a threshold sweep as confusion counts, each (segment,
 -- threshold) becoming one segment, so that decision_metrics.sql gives every decision metric at
 -- every threshold (the runner unpacks the segment again).
 -- Reads:  sweep_points(segment, label, threshold, tp, fp, fn, tn)  (listed_points.sql)

@@ -1,0 +1,154 @@
+"""Every parameter of a request declared once: its default, type and bounds, help text, and
+whether (and on which rows) it shows as a result column. ``evaluate``/``curve`` take their
+defaults from here and check values with :func:`checked`; the command line builds its flags and
+help from here; the result columns and the README's parameter table derive from it. The
+metrics that use a parameter say so themselves (``Metric.params`` in the registry).
+
+>>> PARAMS["beta"].default, PARAMS["beta"].flag
+(1.0, '--beta')
+>>> checked(beta=2)["beta"]
+2.0
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import polars as pl
+
+from mleval_sql.errors import InputError
+
+#: The means of two entropies that normalized_mutual_info and adjusted_mutual_info divide by.
+AVERAGE_METHODS = ("arithmetic", "geometric", "min", "max")
+#: What ``zero_division`` may be, and how the command line spells it.
+ZERO_DIVISION = {"0": 0.0, "1": 1.0, "null": None}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter.
+
+    ``kind``: a finite ``number``, a ``whole`` number, one of ``choices``, or a list of
+    ``numbers``. ``low``/``high`` bound it (``open_low``: ``low`` itself is refused); ``None``
+    is allowed where it is the default. ``column``: shown as a result column on the rows of
+    the metrics that name it (``"metric"``), on every row of a family whose steps read it
+    (``"step"``), or not at all (``None``).
+    """
+
+    name: str
+    default: Any
+    help: str
+    kind: Literal["number", "whole", "choice", "numbers"] = "number"
+    low: float | None = None
+    high: float | None = None
+    open_low: bool = False
+    choices: tuple[Any, ...] = ()
+    column: Literal["metric", "step"] | None = None
+    metavar: str | None = None
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def dtype(self) -> pl.DataType:
+        """The type of its result column."""
+        return {"whole": pl.Int64(), "choice": pl.String()}.get(self.kind, pl.Float64())
+
+    def check(self, value: Any) -> Any:
+        """``value`` as the engines take it (numbers as floats), or an ``InputError``."""
+        if value is None and self.default is None:
+            return None
+        if self.kind == "choice":
+            if value not in self.choices:
+                raise InputError(f"{self.name} must be one of {list(self.choices)}, got "
+                                 f"{value!r}")
+            return self.choices[self.choices.index(value)]  # as declared: 1 -> 1.0
+        if self.kind == "numbers":
+            if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not value:
+                raise InputError(f"{self.name} must be a non-empty list of numbers, got "
+                                 f"{value!r}")
+            for v in value:
+                _number(f"every {self.name[:-1]}", v)
+            return sorted({float(v) for v in value})
+        _number(self.name, value, low=self.low, high=self.high, whole=self.kind == "whole",
+                open_low=self.open_low)
+        return value if self.kind == "whole" else float(value)
+
+
+def _number(name: str, value: Any, *, low: float | None = None, high: float | None = None,
+            whole: bool = False, open_low: bool = False) -> None:
+    kind = int if whole else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kind) or not math.isfinite(value) \
+            or (low is not None and (value <= low if open_low else value < low)) \
+            or (high is not None and value > high):
+        bounds = f" in {'(' if open_low else '['}{low}, {high}]" if high is not None else (
+            f" > {low}" if open_low else f" >= {low}" if low is not None else "")
+        raise InputError(f"{name} must be a finite {'whole ' if whole else ''}number{bounds}, "
+                         f"got {value!r}")
+
+
+def _params(*params: Param) -> dict[str, Param]:
+    return {p.name: p for p in params}
+
+
+#: In the order of their result columns, then the others.
+PARAMS: dict[str, Param] = _params(
+    Param("threshold", 0.5, "a label is predicted when its score is at least this",
+          column="step"),
+    Param("beta", 1.0, "recall weighted beta times as much as precision", low=0, open_low=True,
+          column="metric"),
+    Param("k", 2, "how many top-scored labels count", "whole", low=1,
+          column="metric"),
+    Param("max_fpr", None, "the false positive rate the ROC curve is cut at, "
+          "McClish-corrected (none: the whole curve)", low=0, high=1, open_low=True,
+          column="metric", metavar="X"),
+    Param("min_recall", 0.9, "the recall an operating point must reach", low=0, high=1,
+          column="metric", metavar="X"),
+    Param("min_precision", 0.9, "the precision an operating point must reach", low=0, high=1,
+          column="metric", metavar="X"),
+    Param("n_bins", 10, "equal-width score bins (also of the reliability curve)", "whole",
+          low=1, column="metric", metavar="N"),
+    Param("average_method", "arithmetic", "the mean of the two entropies that "
+          "mutual information is divided by", "choice",
+          choices=AVERAGE_METHODS, column="metric"),
+    Param("bins", None, "sweep at thresholds 0, 1/N, ..., 1; ranking metrics and roc / pr "
+          "curves become one-pass approximations on that grid", "whole", low=1,
+          column="step", metavar="N"),
+    Param("thresholds", None, "sweep the decision metrics over these thresholds, e.g. "
+          "0,0.25,0.5", "numbers", metavar="T,T,..."),
+    Param("zero_division", None, "the value of 0/0", "choice",
+          choices=tuple(ZERO_DIVISION.values())),
+)
+#: Curve options: not metric parameters, but declared (and defaulted) here as well.
+CURVE_PARAMS: dict[str, Param] = _params(
+    Param("kind", "roc", "the curve", "choice", choices=("roc", "pr", "sweep", "reliability")),
+    Param("drop_intermediate", None, "drop the points scikit-learn drops (default: True for "
+          "roc, False for pr, as scikit-learn)", "choice", choices=(True, False)),
+)
+DEFAULTS: dict[str, Any] = {p.name: p.default for p in (*PARAMS.values(),
+                                                         *CURVE_PARAMS.values())}
+#: The parameters shown as result columns, in their order.
+PARAM_COLUMNS = tuple(p.name for p in PARAMS.values() if p.column)
+#: Column names of every result table (clustering adds the cell's truth and cluster): a
+#: segment column may not take one.
+RESULT_COLUMNS = ("metric", "average", "label", "predicted", *PARAM_COLUMNS, "value")
+
+
+def checked(**values: Any) -> dict[str, Any]:
+    """The request's parameters, each checked and with its default where not given; ``bins``
+    becomes the list of ``thresholds`` it stands for (``bins`` itself is kept)."""
+    unknown = sorted(set(values) - set(PARAMS))
+    if unknown:
+        raise TypeError(f"unknown parameter {unknown[0]!r}")
+    if isinstance(values.get("zero_division"), float) and math.isnan(values["zero_division"]):
+        values["zero_division"] = None  # scikit-learn's np.nan: null
+    out = {name: p.check(values.get(name, p.default)) for name, p in PARAMS.items()}
+    if out["bins"] is not None:
+        if out["thresholds"] is not None:
+            raise InputError("give thresholds= or bins=, not both")
+        out["thresholds"] = [i / out["bins"] for i in range(out["bins"] + 1)]
+    return out
