@@ -141,8 +141,9 @@ def test_dbapi_connection_and_table_checks(postgres, pg_connection) -> None:
                           **options)
         assert me.check("dbapi_input", engine="sql", connection=con, by=BY,
                         columns=COLUMNS) == "multilabel"
-        left = con.execute("SELECT count(*) FROM pg_class WHERE relname LIKE 'mleval_%'")
-        assert left.fetchone() == (0,)  # every temporary relation dropped
+        left = con.execute("SELECT count(*) FROM pg_class WHERE relname LIKE 'mleval\\_%' "
+                           "AND relnamespace = pg_my_temp_schema()")
+        assert left.fetchone() == (0,)  # every temporary relation of this session dropped
     assert_same_rows(got, me.evaluate(frame, ["f1", "roc_auc"], **options), BY)
     load("postgres", pg_connection, "dbapi_broken",
          frame.with_columns(pl.col(COLUMNS["truth"]).cast(pl.Int64) * 2))
