@@ -290,6 +290,9 @@ def _prepared(source: Any, *, by: list[str], task: Task | None, engine: EngineNa
     if engine == "sql":  # a table of the connection's database
         from mleval_sql.engines.sql import database_table
         src: Any = database_table(source, connection)
+    elif engine == "spark":  # a Spark DataFrame, catalog table or parquet read by Spark
+        from mleval_sql.engines.spark import spark_source
+        src = spark_source(source, connection)
     else:
         src = as_source(source, storage_options=storage_options, as_of=as_of)
     cols = Columns.from_mapping(columns)

@@ -263,7 +263,9 @@ def _add_source(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--by", action="append", default=[], metavar="COL",
                      help="segment columns, repeatable or comma-separated: --by model,dataset")
     cmd.add_argument("--task", choices=TASKS, help="default: inferred from the data")
-    cmd.add_argument("--engine", choices=("duckdb", "polars"), default="duckdb")
+    cmd.add_argument("--engine", choices=("duckdb", "polars", "spark"), default="duckdb",
+                     help="spark: the active or a local SparkSession reads the parquet inputs, "
+                          "or a table of its catalog named as the input")
     cmd.add_argument("--column", action="append", default=[], type=_column, metavar="ROLE=NAME",
                      help="where a role (sample, label, score, truth, weight; clustering: "
                           "sample, truth, cluster, weight) is found, e.g. score=prob or "

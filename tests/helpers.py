@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import polars as pl
+import pytest
 from polars.testing import assert_frame_equal
 
 KEYS = ("metric", "average", "label", "predicted")
@@ -85,3 +86,10 @@ def assert_standalone_equals_oracle(rows: pl.DataFrame, frame: pl.DataFrame, tas
     assert rows.height > 0
     want = expected(frame, task, metric, averages, [segment], params)
     assert_same_rows(rows, want, [segment])
+
+
+#: The engines plus Spark, for the test bodies Spark runs too (``engine`` fixture, indirect):
+#: the registry's oracle test, the bad-input catalogue, the curves and the checks. Each Spark
+#: request costs about a second on local[2] (jobs, not data), so the other engine-parametrized
+#: tests stay on the in-process engines.
+WITH_SPARK = pytest.mark.parametrize("engine", ["duckdb", "polars", "spark"], indirect=True)

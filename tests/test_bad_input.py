@@ -150,7 +150,7 @@ CASES = [
     Case("unknown metric f1_score", _keep, ("unknown metric 'f1_score'", "'f1'"),
          {"metrics": ["f1_score"]}),
     Case("unknown average", _keep, ("unknown average 'mean'",), {"average": "mean"}),
-    Case("unknown engine", _keep, ("unknown engine 'spark'",), {"engine": "spark"}),
+    Case("unknown engine", _keep, ("unknown engine 'sparc'",), {"engine": "sparc"}),
     Case("average the metric lacks", _keep, ("'tp'", "no average 'samples'"),
          {"metrics": ["tp"], "average": "samples"}),
     Case("threshold NaN", _keep, ("threshold", "nan"), {"threshold": float("nan")}),

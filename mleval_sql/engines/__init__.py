@@ -21,7 +21,7 @@ from mleval_sql.sources import Source
 #: segments cost a million of the rows asked for, not of every row a step can give.
 Keep = Mapping[str, tuple[Sequence[str], Sequence[str]]]
 
-EngineName = Literal["duckdb", "polars", "sql"]
+EngineName = Literal["duckdb", "polars", "sql", "spark"]
 #: The engines the tests' ``engine`` fixture runs every test body on (``sql`` needs a database
 #: connection and is tested on PostgreSQL and Spark by tests/test_portable.py).
 ENGINES: tuple[EngineName, ...] = ("duckdb", "polars")
@@ -77,4 +77,8 @@ def make_engine(name: str, source: Source, columns: Columns, weight: str | None,
         options.pop("connection", None)
         from mleval_sql.engines.sql import SQLEngine
         return SQLEngine(source, columns, weight, by, **options)  # type: ignore[arg-type]
-    raise InputError(f"unknown engine {name!r}; engines are {[*ENGINES, 'sql']}")
+    if name == "spark":
+        options.pop("connection", None)
+        from mleval_sql.engines.spark import SparkEngine
+        return SparkEngine(source, columns, weight, by, **options)  # type: ignore[arg-type]
+    raise InputError(f"unknown engine {name!r}; engines are {[*ENGINES, 'sql', 'spark']}")
