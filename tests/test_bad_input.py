@@ -20,6 +20,7 @@ import polars as pl
 import pytest
 
 import mleval_sql as me
+from tests.helpers import WITH_SPARK
 
 ENGINES = ["duckdb", "polars"]
 LABELS = ("cat", "dog", "eel")
@@ -182,7 +183,7 @@ def raise_for(case: Case, engine: str) -> me.InputError:
     return caught.value
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@WITH_SPARK
 @pytest.mark.parametrize("case", _params())
 def test_bad_input_is_named_in_one_line(case: Case, engine: str) -> None:
     error = raise_for(case, engine)

@@ -49,6 +49,7 @@ from mleval_sql.sources import Parquet, as_source
 #: The ranked_points CTEs computed by a distributed sort instead of one window per group:
 #: everything from the first (inclusive) up to ``_BLOCKS`` (inclusive) is replaced by it.
 _SCORED, _FIRST_WINDOWED, _BLOCKS = "scored", "ranked", "blocks"
+_ANSI = "spark.sql.ansi.enabled"
 _HIVE_FOLDER = re.compile(r"[^=/]+=[^/]*")
 
 
@@ -138,8 +139,13 @@ class SparkEngine(SQLEngine):
             raise InputError("memory_limit= is for the in-process engines; Spark manages its "
                              "own memory (spark.executor.memory, spark.driver.memory)")
         self.spark, self.input_view = source.database.connection, source.name
+        self.created: list[tuple[str, str]] = []
         self.persisted: list[Any] = []
         self.plans: dict[str, list[str]] = {}
+        # the files' arithmetic is DuckDB's: x / 0 is NULL (inside CASE and aggregates too),
+        # as it is in Spark without ANSI mode; the user's setting is put back by close()
+        self.ansi = self.spark.conf.get(_ANSI, None)
+        self.spark.conf.set(_ANSI, "false")
         source.frame.createOrReplaceTempView(self.input_view)
         try:
             super().__init__(source, columns, weight, by, clustering=clustering)
@@ -163,7 +169,7 @@ class SparkEngine(SQLEngine):
             else:
                 frame = self._frame(name, self._tree(name, params, reads))
             if step.gives is None:
-                out[name] = self._unkey(_plain_numbers(pl.from_arrow(frame.toArrow())))
+                out[name] = self._collect(name, frame)
                 continue
             self._persist(name, step.gives, frame)
             keys[step.gives] = dialects.grown_keys(name, reads)
@@ -171,8 +177,7 @@ class SparkEngine(SQLEngine):
 
     def summary(self) -> pl.DataFrame:
         tree = self._tree("validate_summary", {}, self.keys)
-        return self._unkey(_plain_numbers(pl.from_arrow(
-            self._frame("validate_summary", tree).toArrow())))
+        return self._collect("validate_summary", self._frame("validate_summary", tree))
 
     def close(self) -> None:
         try:
@@ -182,6 +187,10 @@ class SparkEngine(SQLEngine):
                 frame._jdf.queryExecution().analyzed().rdd().unpersist(False)
             self.persisted.clear()
             self.spark.catalog.dropTempView(self.input_view)
+            if self.ansi is None:
+                self.spark.conf.unset(_ANSI)
+            else:
+                self.spark.conf.set(_ANSI, self.ansi)
 
     # -- the exact curve ----------------------------------------------------------------------
 
@@ -266,14 +275,22 @@ class SparkEngine(SQLEngine):
                 tree.set("with_", None)
         return self.spark.sql(dialects.render(tree, self.dialect, pretty=False, what=step))
 
+    def _collect(self, step: str, frame: Any) -> pl.DataFrame:
+        """A final step's rows, as polars."""
+        self._plan(step, frame)
+        return self._unkey(_plain_numbers(pl.from_arrow(frame.toArrow())))
+
+    def _plan(self, step: str, frame: Any) -> None:
+        self.plans.setdefault(step, []).append(
+            frame._jdf.queryExecution().executedPlan().toString())
+
     def _persist(self, step: str, gives: str | None, frame: Any, *, view: bool = False) -> Any:
         """``frame`` computed once and kept (memory, then disk), as the view ``gives``: a local
         checkpoint, so that later plans read it as a table of their own (no lineage to
         re-plan, and no self-join of one lineage, which Spark 4.0 can mis-bind)."""
         from pyspark import StorageLevel
 
-        self.plans.setdefault(step, []).append(
-            frame._jdf.queryExecution().executedPlan().toString())
+        self._plan(step, frame)
         frame = frame.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
         self.persisted.append(frame)
         if gives is not None:
