@@ -115,15 +115,14 @@ def _in_catalog(spark: Any, name: str) -> bool:
 
 
 def _hive_base(files: Sequence[str]) -> str | None:
-    """The folder above the ``key=value`` folders the files lie in, for Spark to read those
-    as columns (as the other engines do); None when there are none."""
-    if not files:
+    """The folder above the files and any ``key=value`` folders they lie in: Spark's
+    ``basePath``, from which it reads those folders as columns (as the other engines do)."""
+    if not files or any("://" in f for f in files):
         return None
-    folder = Path(os.path.commonpath([os.path.dirname(f) for f in files]))
-    base = folder
+    base = Path(os.path.commonpath([os.path.dirname(os.path.abspath(f)) for f in files]))
     while _HIVE_FOLDER.fullmatch(base.name):
         base = base.parent
-    return str(base) if base != folder else None
+    return str(base)
 
 
 class SparkEngine(SQLEngine):
