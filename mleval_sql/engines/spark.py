@@ -87,6 +87,8 @@ def spark_source(source: Any, connection: Any = None) -> SparkTable:
         frame = source
     elif isinstance(source, str) and _in_catalog(spark, source):
         frame = spark.table(source)
+    elif isinstance(source, str) and "://" in source:  # a store Spark is configured for
+        frame = spark.read.parquet(source)
     else:
         src = as_source(source)
         if isinstance(src, Parquet):
@@ -96,9 +98,10 @@ def spark_source(source: Any, connection: Any = None) -> SparkTable:
                 reader = reader.option("basePath", base)
             frame = reader.parquet(*src.files)
         elif isinstance(src, Lake):
-            raise InputError("engine='spark' reads local parquet files and folders, tables "
-                             "of the session's catalog and Spark DataFrames; read other lakes "
-                             "with Spark (spark.read.format(...)) and pass the DataFrame")
+            raise InputError("engine='spark' reads parquet files, folders and URLs, tables "
+                             "of the session's catalog and Spark DataFrames; read Delta or "
+                             "Iceberg tables with Spark (spark.read.format(...)) and pass "
+                             "the DataFrame")
         else:  # data in memory (or CSV, read by polars): copied in through Arrow
             frame = spark.createDataFrame(src.polars().collect().to_arrow())
     name = f"mleval_{uuid.uuid4().hex[:8]}_input"
@@ -126,8 +129,8 @@ def _hive_base(files: Sequence[str]) -> str | None:
 
 
 class SparkEngine(SQLEngine):
-    """Evaluate with Spark (see the module docstring); ``plans`` keeps each statistics step's
-    physical plan, as run."""
+    """Evaluate with Spark (see the module docstring); ``plans`` keeps the physical plans each
+    step ran, by step."""
 
     name = "spark"
 
