@@ -280,6 +280,9 @@ class SparkEngine(SQLEngine):
     def _collect(self, step: str, frame: Any) -> pl.DataFrame:
         """A final step's rows, as polars."""
         self._plan(step, frame)
+        # every field nullable: a null struct of non-null fields (an example of a problem
+        # that did not occur, whose label is a constant) cannot be converted to Arrow otherwise
+        frame = frame.to(_nullable(frame.schema))
         return self._unkey(_plain_numbers(pl.from_arrow(frame.toArrow())))
 
     def _plan(self, step: str, frame: Any) -> None:
@@ -301,6 +304,18 @@ class SparkEngine(SQLEngine):
             if ("VIEW", name) not in self.created:
                 self.created.append(("VIEW", name))
         return frame
+
+
+def _nullable(kind: Any) -> Any:
+    """A Spark type with every field, at every depth, nullable."""
+    from pyspark.sql import types as T
+
+    if isinstance(kind, T.StructType):
+        return T.StructType([T.StructField(f.name, _nullable(f.dataType), True)
+                             for f in kind.fields])
+    if isinstance(kind, T.ArrayType):
+        return T.ArrayType(_nullable(kind.elementType), True)
+    return kind
 
 
 def _drop_unused_ctes(tree: exp.Select) -> exp.Select:
