@@ -268,8 +268,14 @@ def _key(row: dict) -> str:
 def _spark_session():
     from pyspark.sql import SparkSession
 
-    session = (SparkSession.builder.master(os.environ.get("MLEVAL_SPARK_MASTER", "local[2]"))
+    master = os.environ.get("MLEVAL_SPARK_MASTER", "local[2]")
+    cores = master.removeprefix("local[").removesuffix("]")
+    cores = str(os.cpu_count()) if cores == "*" else cores
+    # two shuffle partitions per core: Spark's default of 200 is sized for a cluster, and on
+    # local[2] made the exact request five times slower (515 s instead of 103 s at 1M rows)
+    session = (SparkSession.builder.master(master)
                .config("spark.driver.memory", os.environ.get("MLEVAL_SPARK_MEMORY", "6g"))
+               .config("spark.sql.shuffle.partitions", str(2 * int(cores)))
                .config("spark.ui.showConsoleProgress", "false").getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     return session
