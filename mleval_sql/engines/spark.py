@@ -140,6 +140,9 @@ class SparkEngine(SQLEngine):
         if memory_limit is not None:
             raise InputError("memory_limit= is for the in-process engines; Spark manages its "
                              "own memory (spark.executor.memory, spark.driver.memory)")
+        if clustering:
+            raise InputError("engine='spark' does not evaluate clustering yet; use duckdb or "
+                             "polars")
         self.spark, self.input_view = source.database.connection, source.name
         self.created: list[tuple[str, str]] = []
         self.persisted: list[Any] = []
