@@ -53,7 +53,8 @@ def _not_duckdb(dialect: str) -> bool:
 def _unpivot(node: exp.Expression, dialect: str) -> exp.Expression:
     """``SELECT * FROM t UNPIVOT INCLUDE NULLS (value FOR metric IN (a, b))`` ->
     ``SELECT t.*, u.metric, CASE u.metric WHEN 'a' THEN t.a ... END AS value FROM t CROSS JOIN
-    (VALUES ('a'), ('b')) AS u(metric)``: one pass over t, a join with a constant list."""
+    (VALUES ('a'), ('b')) AS u(metric)``: one pass over t, a join with a constant list
+    (without INCLUDE NULLS, also ``WHERE`` the value ``IS NOT NULL``)."""
     if not isinstance(node, exp.Select):
         return node
     source = node.args.get("from_") and node.args["from_"].this
@@ -61,8 +62,7 @@ def _unpivot(node: exp.Expression, dialect: str) -> exp.Expression:
     if not pivots or not pivots[0].args.get("unpivot"):
         return node
     pivot = pivots[0]
-    if not pivot.args.get("include_nulls"):
-        raise InputError("UNPIVOT without INCLUDE NULLS has no portable form here")
+    include_nulls = pivot.args.get("include_nulls")
     value = pivot.expressions[0].name
     field = pivot.args["fields"][0]
     name, columns = field.this.name, [c.name for c in field.expressions]
@@ -81,6 +81,8 @@ def _unpivot(node: exp.Expression, dialect: str) -> exp.Expression:
             + [exp.column(name, "unpivoted"), exp.alias_(case, value)])
     out.set("from_", exp.From(this=source))
     out.set("joins", [exp.Join(this=listed, kind="CROSS"), *(out.args.get("joins") or [])])
+    if not include_nulls:  # UNPIVOT alone drops the NULL values
+        out = out.where(exp.Not(this=exp.Is(this=case.copy(), expression=exp.null())))
     return out
 
 
@@ -178,6 +180,61 @@ def _listed_values(node: exp.Expression, dialect: str) -> exp.Expression:
                              columns=[exp.to_identifier(projection.alias)]))
 
 
+def _division(node: exp.Expression, dialect: str) -> exp.Expression:
+    """``a / b`` -> ``a / NULLIF(b, 0)``: DuckDB divides doubles by zero to inf or NaN, which
+    the files guard (``CASE WHEN p > 0 ...``); PostgreSQL and ANSI Spark raise instead, even
+    in a branch the guard discards (aggregates are computed before the CASE)."""
+    if isinstance(node, exp.Div) and not isinstance(node.expression, exp.Literal) \
+            and not (isinstance(node.expression, exp.Nullif)):
+        node.set("expression", exp.Nullif(this=node.expression.copy(),
+                                          expression=exp.Literal.number(0)))
+    return node
+
+
+def _listed(node: exp.Expression | None) -> list[exp.Expression] | None:
+    """The elements of a literal array (a bound ``$thresholds``), casts stripped."""
+    while isinstance(node, exp.Cast):
+        node = node.this
+    return list(node.expressions) if isinstance(node, exp.Array) else None
+
+
+def _double(value: exp.Expression) -> exp.Expression:
+    return exp.cast(value.copy(), "double")
+
+
+def _listed_index(node: exp.Expression, dialect: str) -> exp.Expression:
+    """``[v1, v2, ...][i]`` (1-based) -> ``CASE i WHEN 1 THEN v1 WHEN 2 THEN v2 ... END``:
+    no array, no index base, NULL out of range as in DuckDB."""
+    values = _listed(node.this) if isinstance(node, exp.Bracket) else None
+    if values is None or len(node.expressions) != 1:
+        return node
+    return exp.Case(this=node.expressions[0].copy(), ifs=[
+        exp.If(this=exp.Literal.number(i), true=_double(v)) for i, v in enumerate(values, 1)])
+
+
+def _listed_lambda(node: exp.Expression, dialect: str) -> exp.Expression:
+    """``list_sum(list_transform([v1, v2, ...], lambda t: f(t)))`` -> ``f(v1) + f(v2) + ...``,
+    the lambda unrolled over the listed values."""
+    if not (isinstance(node, exp.Anonymous) and node.name.lower() == "list_sum"
+            and len(node.expressions) == 1 and isinstance(node.expressions[0], exp.Transform)):
+        return node
+    transform = node.expressions[0]
+    values, function = _listed(transform.this), transform.expression
+    if values is None or not isinstance(function, exp.Lambda) or not values:
+        return node
+    name = function.expressions[0].name
+
+    def applied(value: exp.Expression) -> exp.Expression:
+        return function.this.transform(
+            lambda n: _double(value) if isinstance(n, (exp.Identifier, exp.Column))
+            and n.name == name and not isinstance(n.parent, exp.Column) else n)
+
+    total = applied(values[0])
+    for value in values[1:]:
+        total = exp.Add(this=total, expression=applied(value))
+    return exp.Paren(this=total)
+
+
 def _subquery_alias(node: exp.Expression, dialect: str) -> exp.Expression:
     """A subquery in FROM gets an alias (PostgreSQL before 16 requires one)."""
     if isinstance(node, exp.From) and isinstance(node.this, exp.Subquery) \
@@ -197,6 +254,9 @@ REWRITES: tuple[Rewrite, ...] = (
     Rewrite("bit_count(bit_or(...)) label bits", _not_duckdb, _label_bits),
     Rewrite("unnest of a listed array", _not_duckdb, _listed_values),
     Rewrite("a subquery in FROM without an alias", _not_duckdb, _subquery_alias),
+    Rewrite("division by zero as inf / NaN", _not_duckdb, _division),
+    Rewrite("an index into a listed array", _not_duckdb, _listed_index),
+    Rewrite("a lambda over a listed array", _not_duckdb, _listed_lambda),
 )
 
 #: Constructs with no faithful form in a dialect: (dialect, node type, what to say).

@@ -137,8 +137,9 @@ SUMMARY_COLUMNS = (
     "nan_truth", "min_score", "max_score", "bad_weight", "min_rows", "max_rows", "dup_rows",
     "min_true", "max_true",
     "uneven_weight", "example_dup", "example_short", "example_not_one_true", "example_weight",
-    "example_null_score", "example_nan_score", "example_bad_truth", "min_bad_truth",
-    "max_bad_truth",
+    "example_null_score_sample", "example_null_score_label", "example_nan_score_sample",
+    "example_nan_score_label", "example_nan_score_value", "example_bad_truth_sample",
+    "example_bad_truth_label", "example_bad_truth_value", "min_bad_truth", "max_bad_truth",
 )
 
 
@@ -198,21 +199,23 @@ def check_summary(summary: pl.DataFrame, columns: Columns, weight: str | None,
 def _culprit(summary: pl.DataFrame, key: str, columns: Columns) -> str:
     """Where a bad score or truth is: its values' range and the smallest (sample, label) row
     with one, e.g. ``": 2.0 to 7.0, e.g. 7.0 at sample 's003', label 'a'"``."""
-    example = f"example_{key}"
+    example = f"example_{key}_sample"
     if example not in summary.columns:
         return ""
-    rows = summary[example].drop_nulls()
+    fields = [c for c in summary.columns if c.startswith(f"example_{key}_")]
+    rows = summary.select(fields).filter(pl.col(example).is_not_null())
     if rows.is_empty():
         return ""
-    row = rows.sort().to_list()[0]
+    row = {name.removeprefix(f"example_{key}_"): value
+           for name, value in rows.sort(fields).row(0, named=True).items()}
     where = f"sample {row['sample']!r}" + (
         "" if columns.label is None else f", label {row['label']!r}")
     if key == "bad_truth":
         low, high = summary["min_bad_truth"].min(), summary["max_bad_truth"].max()
         span = f"{low:g}" if low == high else f"{low:g} to {high:g}"
-        return f": {span}, e.g. {row['truth']:g} at {where}"
+        return f": {span}, e.g. {row['value']:g} at {where}"
     if key == "nan_score":
-        return f", e.g. {row['score']} at {where}"
+        return f", e.g. {row['value']} at {where}"
     return f", e.g. at {where}"
 
 

@@ -14,20 +14,23 @@ pandas DataFrame, or a DuckDB relation. Local files are listed once into a fixed
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import polars as pl
 import pyarrow as pa
-import pyarrow.dataset as pads
 
 from mleval_sql import files as listing
 from mleval_sql.lakes import AsOf, Lake, StorageOptions, open_lake
 from mleval_sql.queries import identifier
 from mleval_sql.schema import InputError
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as pads
 
 
 @dataclass(frozen=True)
@@ -188,7 +191,10 @@ def as_source(data: Any, *, storage_options: StorageOptions | None = None,
     if isinstance(data, pa.RecordBatchReader):
         # a reader can be read once, and evaluation scans twice (checks, then metrics)
         return InMemory(_plain(pl.from_arrow(data.read_all()).lazy()))  # type: ignore[union-attr]
-    if isinstance(data, pads.Dataset):
+    # pyarrow.dataset imports pandas (half a second a run): a Dataset exists only once it is
+    # imported, so it is looked up, never imported, here
+    pads = sys.modules.get("pyarrow.dataset")
+    if pads is not None and isinstance(data, pads.Dataset):
         return ArrowDataset(data)
     if isinstance(data, duckdb.DuckDBPyRelation):
         return DuckDBRelation(data)

@@ -4,15 +4,15 @@
 -- origin at threshold +inf, where nothing is predicted positive.
 --   The rows of each (segment, label) are sorted by score, descending; running sums give the
 --   positive (tp) and negative (fp) weight at or above each row. A row ends its block of tied
---   scores where the next row has another score: its running sums are the counts at that score.
---   A block's own weight (pos, neg) is the row's own for a block of one row; for a block of
---   several, its end minus what lay above its first row. Blocks with no weight (only zero-weight
---   rows) make no point, as scikit-learn drops zero-weight samples from its curves. Each label's
---   totals P, N are its counts at the lowest score (one small GROUP BY over the blocks, cheaper
---   than whole-partition windows): fn = P - tp and tn = N - fp, set to exactly 0 at and below
---   the lowest score with positive (negative) weight, where a window's sums added in another
---   order could leave a rounding residue.
---   Portable SQL: one window (running sums, lag, lead), a join on the few multi-row blocks.
+--   scores where the next row has another score (lead): its running sums are the counts at
+--   that score, and its peers' sums (a RANGE frame of the row's own score) the block's weight
+--   (pos, neg). Blocks with no weight (only zero-weight rows) make no point, as scikit-learn
+--   drops zero-weight samples from its curves. The label's first row (no lag) also gives its
+--   origin. P and N, the label's totals, are sums over its whole partition: fn = P - tp and
+--   tn = N - fp, set to exactly 0 at and below the lowest score with positive (negative)
+--   weight, where sums added in another order could leave a rounding residue.
+--   Portable SQL, one window pass: every window has the same partition and order (one sort),
+--   and no join, GROUP BY or CTE read twice, so nothing wide is materialised but the result.
 -- Reads:  predictions(sample, label, score, truth, weight, segment)
 -- Params: $bins (NULL: every distinct score, exact; N: each score first moved down to the grid
 --         0, 1/N, 2/N, ..., to the largest k/N <= score, exactly)
@@ -39,74 +39,41 @@ scored AS (
 ),
 ranked AS (
     SELECT
-        segment, label, score, pos, neg,
+        segment, label, score,
         sum(pos) OVER running AS tp,
         sum(neg) OVER running AS fp,
+        sum(pos) OVER tied AS block_pos,
+        sum(neg) OVER tied AS block_neg,
         lag(score) OVER ordered AS previous_score,
-        lead(score) OVER ordered AS next_score
+        lead(score) OVER ordered AS next_score,
+        sum(pos) OVER whole AS p,
+        sum(neg) OVER whole AS n,
+        min(CASE WHEN pos > 0 THEN score END) OVER whole AS lowest_pos,
+        min(CASE WHEN neg > 0 THEN score END) OVER whole AS lowest_neg
     FROM scored
     WINDOW
-        -- one sort serves both (same partition and order); lag and lead take no frame
+        -- one partition and order for all (each spelled out: Spark cannot refer to another)
+        whole AS (PARTITION BY segment, label),
         ordered AS (PARTITION BY segment, label ORDER BY score DESC),
-        running AS (PARTITION BY segment, label ORDER BY score DESC ROWS UNBOUNDED PRECEDING)
-),
-marked AS (
-    SELECT
-        *,
-        previous_score IS NULL OR previous_score <> score AS first_tied,
-        next_score IS NULL OR next_score <> score AS last_tied
-    FROM ranked
-),
-long_blocks AS (
-    -- the first row of each block of several tied rows: the counts just above the block
-    SELECT segment, label, score, tp - pos AS tp_above, fp - neg AS fp_above
-    FROM marked
-    WHERE first_tied AND NOT last_tied
-),
-blocks AS (
-    SELECT
-        ends.segment,
-        ends.label,
-        ends.score AS threshold,
-        ends.tp,
-        ends.fp,
-        CASE WHEN ends.first_tied THEN ends.pos ELSE ends.tp - above.tp_above END AS pos,
-        CASE WHEN ends.first_tied THEN ends.neg ELSE ends.fp - above.fp_above END AS neg
-    FROM marked AS ends
-    LEFT JOIN long_blocks AS above
-        ON NOT ends.first_tied
-        AND above.segment IS NOT DISTINCT FROM ends.segment
-        AND above.label = ends.label
-        AND above.score = ends.score
-    WHERE ends.last_tied
-),
-totals AS (
-    -- P and N: the counts at the lowest score (every block, zero-weight ones included, keeps
-    -- the label), and the lowest scores with positive and with negative weight
-    SELECT
-        segment,
-        label,
-        max(tp) AS p,
-        max(fp) AS n,
-        min(threshold) FILTER (WHERE pos > 0) AS lowest_pos,
-        min(threshold) FILTER (WHERE neg > 0) AS lowest_neg
-    FROM blocks
-    GROUP BY segment, label
+        running AS (PARTITION BY segment, label ORDER BY score DESC ROWS UNBOUNDED PRECEDING),
+        tied AS (PARTITION BY segment, label ORDER BY score DESC
+                 RANGE BETWEEN CURRENT ROW AND CURRENT ROW)
 )
 SELECT
-    blocks.segment,
-    blocks.label,
-    blocks.threshold,
-    blocks.tp,
-    blocks.fp,
-    CASE WHEN blocks.threshold > totals.lowest_pos THEN totals.p - blocks.tp ELSE 0.0 END AS fn,
-    CASE WHEN blocks.threshold > totals.lowest_neg THEN totals.n - blocks.fp ELSE 0.0 END AS tn,
-    blocks.pos,
-    blocks.neg
-FROM blocks
-JOIN totals
-    ON totals.segment IS NOT DISTINCT FROM blocks.segment AND totals.label = blocks.label
-WHERE blocks.pos + blocks.neg > 0
-UNION ALL
-SELECT segment, label, CAST('inf' AS DOUBLE), 0.0, 0.0, p, n, 0.0, 0.0
-FROM totals
+    segment,
+    label,
+    CASE WHEN origin THEN CAST('inf' AS DOUBLE) ELSE score END AS threshold,
+    CASE WHEN origin THEN 0.0 ELSE tp END AS tp,
+    CASE WHEN origin THEN 0.0 ELSE fp END AS fp,
+    CASE WHEN origin THEN p WHEN score > lowest_pos THEN p - tp ELSE 0.0 END AS fn,
+    CASE WHEN origin THEN n WHEN score > lowest_neg THEN n - fp ELSE 0.0 END AS tn,
+    CASE WHEN origin THEN 0.0 ELSE block_pos END AS pos,
+    CASE WHEN origin THEN 0.0 ELSE block_neg END AS neg
+FROM ranked
+-- each row read twice in the same stream: as a point (the end of its block) and as the
+-- origin (the label's first row)
+CROSS JOIN (VALUES (false), (true)) AS points (origin)
+WHERE CASE
+    WHEN origin THEN previous_score IS NULL
+    ELSE (next_score IS NULL OR next_score <> score) AND block_pos + block_neg > 0
+END

@@ -38,10 +38,16 @@ label_points AS (
     -- P and N from the origin (+inf), where fn = P and tn = N: the same value on every point
     SELECT
         c.segment, CAST(NULL AS VARCHAR) AS average, c.label, c.threshold, c.tp, c.fp,
-        c.tp - c.pos AS tp0, c.fp - c.neg AS fp0, c.pos, c.neg, totals.p, totals.n
+        c.tp - c.pos AS tp0, c.fp - c.neg AS fp0, c.pos, c.neg, totals.p, totals.n,
+        totals.p_scale, totals.n_scale
     FROM curve_points AS c
     JOIN (
-        SELECT segment, label, fn AS p, tn AS n
+        -- powers of two near 1 / P and 1 / N: scaling by them is exact, so the trapezoids of
+        -- whole weights sum exactly (as P * N would) without P * N overflowing or underflowing
+        SELECT
+            segment, label, fn AS p, tn AS n,
+            CASE WHEN fn > 0 THEN power(2.0, -ceil(ln(fn) / ln(2.0))) END AS p_scale,
+            CASE WHEN tn > 0 THEN power(2.0, -ceil(ln(tn) / ln(2.0))) END AS n_scale
         FROM curve_points
         WHERE threshold = CAST('inf' AS DOUBLE)
     ) AS totals
@@ -52,7 +58,9 @@ micro_points AS (
     -- tp and fp are those of its tied block (RANGE frame: all rows at a score or above)
     SELECT
         segment, 'micro' AS average, NULL AS label, threshold, tp, fp,
-        tp - block_pos AS tp0, fp - block_neg AS fp0, pos, neg, p, n
+        tp - block_pos AS tp0, fp - block_neg AS fp0, pos, neg, p, n,
+        CASE WHEN p > 0 THEN power(2.0, -ceil(ln(p) / ln(2.0))) END AS p_scale,
+        CASE WHEN n > 0 THEN power(2.0, -ceil(ln(n) / ln(2.0))) END AS n_scale
     FROM (
         SELECT
             segment, threshold, pos, neg,
@@ -74,15 +82,11 @@ micro_points AS (
 ),
 rates AS (
     SELECT
-        segment, average, label, threshold, tp, fp, tp0, fp0, pos, neg, p, n,
+        segment, average, label, threshold, tp, fp, tp0, fp0, pos, neg, p, n, p_scale, n_scale,
         CASE WHEN p > 0 THEN tp / p END AS tpr,
         CASE WHEN p > 0 THEN tp0 / p END AS tpr0,
         CASE WHEN n > 0 THEN fp / n END AS fpr,
-        CASE WHEN n > 0 THEN fp0 / n END AS fpr0,
-        -- powers of two near 1 / P and 1 / N: scaling by them is exact, so the trapezoids of
-        -- whole weights sum exactly (as P * N would) without P * N overflowing or underflowing
-        CASE WHEN p > 0 THEN power(2.0, -ceil(ln(p) / ln(2.0))) END AS p_scale,
-        CASE WHEN n > 0 THEN power(2.0, -ceil(ln(n) / ln(2.0))) END AS n_scale
+        CASE WHEN n > 0 THEN fp0 / n END AS fpr0
     FROM (SELECT * FROM label_points UNION ALL SELECT * FROM micro_points) AS points
 ),
 terms AS (

@@ -39,7 +39,8 @@ counted AS (
 SELECT
     segment,
     label,
-    CAST($thresholds AS DOUBLE[])[position] AS threshold,  -- position 0: NULL, below them all
+    -- position 0: below them all, NULL
+    CASE WHEN position > 0 THEN CAST($thresholds AS DOUBLE[])[position] END AS threshold,
     pos,
     neg
 FROM counted

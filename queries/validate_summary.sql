@@ -3,7 +3,8 @@
 -- Gives:  segment, n_rows, n_samples, n_labels, counts of bad values, the score range, rows
 --         and true labels per sample (min/max), duplicate rows, and for each kind of problem the
 --         smallest sample of the segment that has it (null when none has); bad scores and
---         truths name their row: the smallest (sample, label) with the problem, and the value.
+--         truths name their row: the smallest (sample, label) with the problem, and the value
+--         (example_<problem>_sample / _label / _value).
 --   Checks of single values are one aggregate per segment; only what spans a sample's rows is
 --   grouped by sample, and that grouping is kept narrow because it is the expensive one (one
 --   group per sample). Distinct labels of a sample are counted exactly without count(DISTINCT)
@@ -30,12 +31,19 @@ value_checks AS (
         max(score) AS max_score,
         count(*) FILTER (WHERE weight IS NULL OR weight < 0 OR isnan(weight) OR isinf(weight))
             AS bad_weight,
-        min(struct_pack(sample := sample, label := label)) FILTER (WHERE score IS NULL)
-            AS example_null_score,
-        min(struct_pack(sample := sample, label := label, score := score))
-            FILTER (WHERE isnan(score) OR isinf(score)) AS example_nan_score,
-        min(struct_pack(sample := sample, label := label, truth := CAST(truth AS DOUBLE)))
-            FILTER (WHERE CAST(truth AS DOUBLE) NOT IN (0, 1)) AS example_bad_truth,
+        -- the smallest (sample, label) row with each problem, one column per field
+        min(sample) FILTER (WHERE score IS NULL) AS example_null_score_sample,
+        arg_min(label, (sample, label)) FILTER (WHERE score IS NULL) AS example_null_score_label,
+        min(sample) FILTER (WHERE isnan(score) OR isinf(score)) AS example_nan_score_sample,
+        arg_min(label, (sample, label)) FILTER (WHERE isnan(score) OR isinf(score))
+            AS example_nan_score_label,
+        arg_min(score, (sample, label)) FILTER (WHERE isnan(score) OR isinf(score))
+            AS example_nan_score_value,
+        min(sample) FILTER (WHERE CAST(truth AS DOUBLE) NOT IN (0, 1)) AS example_bad_truth_sample,
+        arg_min(label, (sample, label)) FILTER (WHERE CAST(truth AS DOUBLE) NOT IN (0, 1))
+            AS example_bad_truth_label,
+        arg_min(CAST(truth AS DOUBLE), (sample, label))
+            FILTER (WHERE CAST(truth AS DOUBLE) NOT IN (0, 1)) AS example_bad_truth_value,
         min(CAST(truth AS DOUBLE)) FILTER (WHERE CAST(truth AS DOUBLE) NOT IN (0, 1))
             AS min_bad_truth,
         max(CAST(truth AS DOUBLE)) FILTER (WHERE CAST(truth AS DOUBLE) NOT IN (0, 1))
@@ -98,8 +106,11 @@ sample_checks AS (
 SELECT
     s.segment, s.n_rows, s.n_samples, s.n_labels, s.null_sample,
     v.null_label, v.null_score, v.nan_score, v.null_truth, v.bad_truth, v.nan_truth,
-    v.min_score, v.max_score, v.bad_weight, v.example_null_score, v.example_nan_score,
-    v.example_bad_truth, v.min_bad_truth, v.max_bad_truth,
+    v.min_score, v.max_score, v.bad_weight,
+    v.example_null_score_sample, v.example_null_score_label,
+    v.example_nan_score_sample, v.example_nan_score_label, v.example_nan_score_value,
+    v.example_bad_truth_sample, v.example_bad_truth_label, v.example_bad_truth_value,
+    v.min_bad_truth, v.max_bad_truth,
     s.min_rows, s.max_rows, s.dup_rows, s.min_true, s.max_true, s.uneven_weight,
     s.example_dup, s.example_short, s.example_not_one_true, s.example_weight
 FROM sample_checks AS s

@@ -48,3 +48,13 @@ def test_installed_package_loads_its_own_queries(wheel: Path, tmp_path: Path):
     folder, first_line = done.stdout.splitlines()
     assert Path(folder) == site / "mleval_sql" / "queries"
     assert first_line.startswith("-- threshold_counts:")
+
+
+def test_import_leaves_pandas_and_arrow_datasets_alone():
+    """pyarrow.dataset imports pandas, half a second of every run's start: imported only where
+    an Arrow dataset is read (Delta, Iceberg, object storage for DuckDB), never by the package."""
+    code = ("import sys, mleval_sql; "
+            "print(sorted({'pyarrow.dataset', 'pandas'} & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True).stdout
+    assert out.strip() == "[]"

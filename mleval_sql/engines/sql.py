@@ -42,6 +42,7 @@ class Database:
         self.spark = module == "pyspark"
         self.adbc = module.startswith("adbc_driver")
         self.dialect = dialect or self._dialect(module)
+        self.checkpoints: dict[str, Any] = {}  # Spark: the checkpointed frames of TABLEs
 
     def _dialect(self, module: str) -> str:
         if self.spark:
@@ -95,8 +96,12 @@ class Database:
         quoted = self.identifier(name)
         if self.spark:
             self.connection.sql(f"DROP VIEW IF EXISTS {quoted}")
-            verb = "CACHE TABLE" if kind == "TABLE" else "CREATE TEMPORARY VIEW"
-            self.connection.sql(f"{verb} {quoted} AS {sql}")
+            if kind == "TABLE":  # computed now; later plans read it as a leaf, not its plan
+                frame = self.connection.sql(sql).localCheckpoint(eager=True)
+                frame.createOrReplaceTempView(name)
+                self.checkpoints[name] = frame
+            else:
+                self.connection.sql(f"CREATE TEMPORARY VIEW {quoted} AS {sql}")
         else:
             self.execute(f"DROP {kind} IF EXISTS {quoted}")
             self.execute(f"CREATE TEMPORARY {kind} {quoted} AS {sql}")
@@ -104,8 +109,9 @@ class Database:
     def drop(self, kind: str, name: str) -> None:
         quoted = self.identifier(name)
         if self.spark:
-            if kind == "TABLE":
-                self.connection.sql(f"UNCACHE TABLE IF EXISTS {quoted}")
+            frame = self.checkpoints.pop(name, None)
+            if frame is not None:
+                frame.unpersist()
             self.connection.sql(f"DROP VIEW IF EXISTS {quoted}")
         else:
             self.execute(f"DROP {kind} IF EXISTS {quoted}")
@@ -231,8 +237,40 @@ class SQLEngine:
     def _sql(self, step: str, params: dict[str, object], keys: Sequence[str]) -> str:
         tree = dialects.step_tree(step, self.dialect, params, keys)
         names = {rel: self.prefix + rel for rel in ("predictions", *_STAT_TABLES)}
-        tree = exp.replace_tables(tree, names)
-        return dialects.render(tree, self.dialect, pretty=False, what=step)
+        if self.db.spark:
+            tree = self._ctes_apart(step, tree, names)
+        return dialects.render(_renamed(tree, names), self.dialect, pretty=False, what=step)
+
+    def _ctes_apart(self, step: str, tree: exp.Expression,
+                    names: dict[str, str]) -> exp.Expression:
+        """Spark plans every reference to a CTE (or a view) as a copy of its whole plan, so a
+        chain of CTEs read several times each is planned as a tree exponential in its depth
+        (minutes for ranking_metrics on 40 rows). Each CTE read more than once is therefore
+        computed once into a checkpointed temporary view, which later plans read as a leaf;
+        CTEs read once stay inline."""
+        with_ = tree.args.get("with_")
+        if not with_:
+            return tree
+        tree = tree.copy()
+        ctes = list(tree.args["with_"].expressions)
+        inline: list[exp.CTE] = []
+        for i, cte in enumerate(ctes):
+            later = [c.this for c in ctes[i + 1:]] + [tree]
+            reads = sum(1 for t in later for table in t.find_all(exp.Table)
+                        if table.name == cte.alias and not table.db)
+            if reads <= 1:
+                inline.append(cte)
+                continue
+            body = cte.this.copy()
+            if inline:
+                body.set("with_", exp.With(expressions=[c.copy() for c in inline]))
+            self._create("TABLE", f"{step}__{cte.alias}", dialects.render(
+                _renamed(body, names), self.dialect, pretty=False, what=step))
+            names[cte.alias] = f"{self.prefix}{step}__{cte.alias}"
+            cte.pop()
+        if not inline:
+            tree.set("with_", None)
+        return tree
 
     def _fetch(self, step: str, params: dict[str, object], keys: Sequence[str]) -> pl.DataFrame:
         try:
@@ -274,6 +312,19 @@ class SQLEngine:
         if dialects.SEGMENT in frame.columns:  # first, as the steps give it
             frame = frame.select(dialects.SEGMENT, pl.exclude(dialects.SEGMENT))
         return frame
+
+
+def _renamed(tree: exp.Expression, names: dict[str, str]) -> exp.Expression:
+    """``tree`` reading the relations ``names`` maps under their new names, each aliased by
+    its old name so that qualified columns (``label_bits.label``) still resolve."""
+    def rename(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Table) and not node.db and node.name in names:
+            renamed = exp.to_table(names[node.name])
+            renamed.set("alias", node.args.get("alias")
+                        or exp.TableAlias(this=exp.to_identifier(node.name)))
+            return renamed
+        return node
+    return tree.transform(rename)
 
 
 _STAT_TABLES = tuple(sorted({s.gives for s in STEPS.values() if s.gives}))

@@ -16,11 +16,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import polars as pl
 import pyarrow as pa
-import pyarrow.dataset as pads
 
 from mleval_sql.lakes.stores import (
     Location,
@@ -31,6 +31,9 @@ from mleval_sql.lakes.stores import (
     store_error,
 )
 from mleval_sql.schema import InputError
+
+if TYPE_CHECKING:  # pyarrow.dataset imports pandas (half a second): only where it is used
+    import pyarrow.dataset as pads
 
 AsOf = int | str | datetime
 StorageOptions = Mapping[str, str]
@@ -141,6 +144,8 @@ def parquet_lake(locations: list[Location], options: StorageOptions | None) -> L
                                storage_options=readable)
 
     def dataset() -> pads.Dataset:
+        import pyarrow.dataset as pads
+
         # a partition column gets the type a file holding it has, else polars' type, so both
         # engines see the same table
         types = scan().collect_schema()

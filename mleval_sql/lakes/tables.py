@@ -14,10 +14,9 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
-import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 
 from mleval_sql.lakes import AsOf, Lake, StorageOptions, local_dir
@@ -30,6 +29,9 @@ from mleval_sql.lakes.stores import (
     store_error,
 )
 from mleval_sql.schema import InputError
+
+if TYPE_CHECKING:  # imports pandas (half a second): only where a dataset is read
+    import pyarrow.dataset as pads
 
 EXTRAS = {"deltalake": "delta", "pyiceberg": "iceberg"}
 _METADATA = re.compile(r"^(?:v)?(\d+)(?:-[^/]*)?\.metadata\.json$")
@@ -189,6 +191,8 @@ def _iceberg(table: Any, name: str, options: StorageOptions | None,
             raise InputError(f"the DuckDB engine cannot read the Iceberg table {name}: it "
                              "has delete files (row-level deletes); try engine='polars'")
         fs, paths = _arrow_files(files, options)
+        import pyarrow.dataset as pads  # imports pandas: only when read
+
         return pads.dataset(paths, schema=schema, filesystem=fs, format="parquet")
 
     label = "no snapshot" if snapshot_id is None else f"snapshot {snapshot_id}"

@@ -56,20 +56,21 @@ def ranked_points(predictions: pl.LazyFrame, *, bins: int | None) -> pl.LazyFram
     weight (pos, neg) at that score: one sort by score, running sums per label, and a row ends
     its block of tied scores where the label's next row has another score (no aggregation over
     distinct scores). Mirrors queries/ranked_points.sql."""
-    score, pos, neg, tp, fp = (pl.col(c) for c in ("score", "pos", "neg", "tp", "fp"))
-    # segment and label as Categorical through the sort (4 bytes a row instead of 16); scores
-    # alone are sorted (faster than by label and score), and each label's rows keep that order
-    # inside .over()
+    score, tp, fp = pl.col("score"), pl.col("tp"), pl.col("fp")
+    pos = pl.when(truth).then(weight).otherwise(0.0)
+    neg = pl.when(truth).then(0.0).otherwise(weight)
+    # segment and label as Categorical through the sort (4 bytes a row instead of 16), and truth
+    # and weight rather than pos and neg (a constant weight is a scalar column: 9 bytes a row
+    # or 1 instead of 16); scores alone are sorted (faster than by label and score), and each
+    # label's rows keep that order inside .over()
     schema = predictions.collect_schema()
     text = [k for k in _KEYS if schema[k] == pl.String]
     keys = [pl.col(k).cast(pl.Categorical) if k in text else pl.col(k) for k in _KEYS]
-    rows = predictions.select(
-        *keys, score=_gridded(bins), pos=pl.when(truth).then(weight).otherwise(0.0),
-        neg=pl.when(truth).then(0.0).otherwise(weight))
+    rows = predictions.select(*keys, "truth", "weight", score=_gridded(bins))
     # each label's origin as a row of no weight at +inf: it sorts first, and the running sums
     # give it tp = fp = 0 and fn = P, tn = N like any other point (no second pass over the rows)
     origins = predictions.select(*keys).unique().with_columns(
-        score=pl.lit(float("inf")), pos=pl.lit(0.0), neg=pl.lit(0.0))
+        truth=pl.lit(False), weight=pl.lit(0.0), score=pl.lit(float("inf")))
     ends = pl.concat([origins, rows]).sort("score", descending=True).with_columns(
         tp=pos.cum_sum().over(_KEYS),
         fp=neg.cum_sum().over(_KEYS),
@@ -79,12 +80,16 @@ def ranked_points(predictions: pl.LazyFrame, *, bins: int | None) -> pl.LazyFram
     ).filter(pl.col("last_tied"))
     # a block's weight: the row's own for a block of one row (exact), else the counts' step
     # from the previous block's end; fn = P - tp with P the last running sum (a sequential sum):
-    # exactly 0 once no positive weight is left; abs() turns the -0.0 of x - x into 0.0
-    return ends.select(
-        *_KEYS, threshold="score", tp="tp", fp="fp",
-        fn=(tp.last() - tp).abs().over(_KEYS), tn=(fp.last() - fp).abs().over(_KEYS),
+    # exactly 0 once no positive weight is left; abs() turns the -0.0 of x - x into 0.0. Two
+    # contexts, not one: polars evaluates a context's windows at once, each with temporaries
+    # the size of the table (one 12.5M-row segment: peak RSS 1.62 -> 1.34 GiB)
+    return ends.with_columns(
         pos=pl.when("alone").then(pos).otherwise(tp - tp.shift(1, fill_value=0.0)).over(_KEYS),
         neg=pl.when("alone").then(neg).otherwise(fp - fp.shift(1, fill_value=0.0)).over(_KEYS),
+    ).with_columns(
+        fn=(tp.last() - tp).abs().over(_KEYS), tn=(fp.last() - fp).abs().over(_KEYS),
+    ).select(
+        *_KEYS, threshold="score", tp="tp", fp="fp", fn="fn", tn="tn", pos="pos", neg="neg",
     ).filter(  # zero-weight rows make no point
         (pl.col("pos") + pl.col("neg") > 0) | (pl.col("threshold") == float("inf"))
     ).with_columns(pl.col(text).cast(pl.String))
@@ -115,13 +120,22 @@ def _divide(numerator: pl.Expr, value: float, like: pl.Expr) -> pl.Expr:
     return numerator / (like * 0.0 + value)
 
 
+def _scale(total: pl.Expr) -> pl.Expr:
+    """A power of two near 1 / ``total``: scaling by it is exact, so the trapezoids of whole
+    weights sum exactly (as P * N would) without P * N overflowing or underflowing."""
+    return pl.lit(2.0).pow(-total.log(2).ceil())
+
+
 def _label_points(curve_points: pl.LazyFrame) -> pl.LazyFrame:
-    """Each point of each label's curve with the previous point (tp0, fp0) and P, N."""
+    """Each point of each label's curve with the previous point (tp0, fp0), P, N and their
+    scales (computed once per label, not on every point)."""
     tp, fp, pos, neg = (pl.col(c) for c in ("tp", "fp", "pos", "neg"))
     # P and N from the origin (+inf), where fn = P and tn = N: the same value on every point
+    big_p, big_n = pl.col("fn").max(), pl.col("tn").max()
     return curve_points.select(
         *_KEYS, "threshold", "tp", "fp", "pos", "neg", tp0=tp - pos, fp0=fp - neg,
-        p=pl.col("fn").max().over(_KEYS), n=pl.col("tn").max().over(_KEYS))
+        p=big_p.over(_KEYS), n=big_n.over(_KEYS),
+        p_scale=_scale(big_p).over(_KEYS), n_scale=_scale(big_n).over(_KEYS))
 
 
 def _micro_points(curve_points: pl.LazyFrame) -> pl.LazyFrame:
@@ -146,6 +160,8 @@ def _micro_points(curve_points: pl.LazyFrame) -> pl.LazyFrame:
                 .over("segment"),
                 p=tp.last().over("segment"),
                 n=fp.last().over("segment"),
+                p_scale=_scale(tp.last()).over("segment"),
+                n_scale=_scale(fp.last()).over("segment"),
             ))
 
 
@@ -155,10 +171,10 @@ def _curve_values(points: pl.LazyFrame, keys: list[str], max_fpr: float | None) 
     tp, fp, tp0, fp0, pos, neg, p, n = (
         pl.col(c) for c in ("tp", "fp", "tp0", "fp0", "pos", "neg", "p", "n"))
     # never a product of raw weight sums (P * N overflows at weights of 1e300): the trapezoids
-    # in units of P and N scaled by powers of two near 1 / P and 1 / N (exact, so whole weights
-    # sum exactly), the other terms from rates (tp / P, fp / N)
+    # in units of P and N scaled by powers of two near 1 / P and 1 / N (_scale), the other
+    # terms from rates (tp / P, fp / N)
     big_p, big_n = p.max(), n.max()
-    p_scale, n_scale = (pl.lit(2.0).pow(-total.log(2).ceil()) for total in (p, n))
+    p_scale, n_scale = pl.col("p_scale"), pl.col("n_scale")
     tpr, tpr0 = tp / p, tp0 / p
     fpr, fpr0 = fp / n, fp0 / n
     if max_fpr is None or max_fpr >= 1:

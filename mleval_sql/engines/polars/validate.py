@@ -13,13 +13,12 @@ def validate_summary(predictions: pl.LazyFrame) -> pl.LazyFrame:
 
     Each ``example_*`` is the smallest sample of the segment with that problem (null if none),
     as in the SQL, so both engines name the same sample. Distinct labels per sample are counted
-    as set bits of the labels' bits OR-ed in 64-bit words, as in the SQL.
+    as set bits of the labels' bits OR-ed in 64-bit words, as in the SQL; a label's bit is its
+    own integer (or text's category code), which spares the SQL's join with a table of bits.
     """
     segment_labels = predictions.select("segment", "label").unique()
     null_score, nan_score = pl.col("score").is_null(), ~pl.col("score").is_finite()
     bad_truth = ~_truth.is_in([0.0, 1.0])
-    label_bits = (segment_labels.select(pl.col("label").drop_nulls().unique().sort())
-                  .with_row_index("bit"))
     value_checks = predictions.group_by("segment").agg(
         null_label=pl.col("label").null_count(),
         null_score=null_score.sum(),
@@ -30,16 +29,14 @@ def validate_summary(predictions: pl.LazyFrame) -> pl.LazyFrame:
         min_score=pl.col("score").min(),
         max_score=pl.col("score").max(),
         bad_weight=(_weight.is_null() | (_weight < 0) | ~_weight.is_finite()).sum(),
-        # the smallest (sample, label) row with the problem, as the SQL's min of a struct
-        example_null_score=_first_row(null_score, "sample", "label"),
-        example_nan_score=_first_row(nan_score, "sample", "label", "score"),
-        example_bad_truth=_first_row(bad_truth, "sample", "label", _truth.alias("truth")),
+        **_first_row("null_score", null_score),
+        **_first_row("nan_score", nan_score, pl.col("score")),
+        **_first_row("bad_truth", bad_truth, _truth),
         min_bad_truth=_truth.filter(bad_truth).min(),
         max_bad_truth=_truth.filter(bad_truth).max(),
     )
-    bit = pl.col("bit").cast(pl.Int64)
-    per_word = predictions.join(label_bits, on="label", how="left").group_by(
-        "segment", "sample", (bit // 64).alias("word")).agg(
+    labelled, bit = _label_bits(predictions, segment_labels)
+    per_word = labelled.group_by("segment", "sample", (bit // 64).alias("word")).agg(
         n_rows=pl.len(),
         n_labelled=pl.col("label").count(),
         n_distinct=pl.lit(2, pl.UInt64).pow(bit % 64).bitwise_or().bitwise_count_ones(),
@@ -75,6 +72,32 @@ def validate_summary(predictions: pl.LazyFrame) -> pl.LazyFrame:
     return sample_checks.join(value_checks, on="segment", how="inner", nulls_equal=True)
 
 
-def _first_row(where: pl.Expr, *fields: str | pl.Expr) -> pl.Expr:
-    """The smallest struct of ``fields`` among the rows ``where`` holds (null if none)."""
-    return pl.struct(*fields).filter(where).sort().first()
+def _label_bits(predictions: pl.LazyFrame,
+                segment_labels: pl.LazyFrame) -> tuple[pl.LazyFrame, pl.Expr]:
+    """The rows and a distinct integer per label (null for a null label): the label itself
+    when it is an integer, its category's code when it is text (no join: the codes are
+    polars' own), else its rank among the labels by a join with the sorted labels.
+
+    >>> rows = pl.LazyFrame({"label": ["b", "a", "b", None]})
+    >>> _, bit = _label_bits(rows, rows)
+    >>> codes = rows.select(bit).collect().to_series().to_list()
+    >>> codes[0] == codes[2] != codes[1], codes[3]
+    (True, None)
+    """
+    dtype = predictions.collect_schema()["label"]
+    if dtype.is_integer():
+        return predictions, pl.col("label")
+    if dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum):
+        return predictions, pl.col("label").cast(pl.Categorical).to_physical().cast(pl.Int64)
+    bits = segment_labels.select(pl.col("label").drop_nulls().unique().sort()).with_row_index(
+        "bit")
+    return predictions.join(bits, on="label", how="left"), pl.col("bit").cast(pl.Int64)
+
+
+def _first_row(problem: str, where: pl.Expr, value: pl.Expr | None = None) -> dict[str, pl.Expr]:
+    """``example_<problem>_sample`` / ``_label`` (/ ``_value``): the smallest (sample, label)
+    row where ``where`` holds (nulls if none), as the SQL's ``arg_min(x, (sample, label))``."""
+    fields = {"sample": pl.col("sample"), "label": pl.col("label"),
+              **({} if value is None else {"value": value})}
+    first = pl.struct(**fields).filter(where).sort().first()
+    return {f"example_{problem}_{name}": first.struct.field(name) for name in fields}
