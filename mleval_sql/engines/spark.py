@@ -48,7 +48,7 @@ from mleval_sql.sources import Parquet, as_source
 
 #: The ranked_points CTEs computed by a distributed sort instead of one window per group:
 #: everything from the first (inclusive) up to ``_BLOCKS`` (inclusive) is replaced by it.
-_SCORED, _FIRST_WINDOWED, _BLOCKS = "scored", "ranked", "blocks"
+_SCORED, _FIRST_WINDOWED, _BLOCKS = "scored", "ranked", "ranked"
 _ANSI = "spark.sql.ansi.enabled"
 _HIVE_FOLDER = re.compile(r"[^=/]+=[^/]*")
 
@@ -236,10 +236,26 @@ class SparkEngine(SQLEngine):
         same = functools.reduce(lambda a, b: a & b, (
             within[c].eqNullSafe(offsets[c]) for c in ["part", *group]))
         ends = (within.join(F.broadcast(offsets), same)
-                .select(*(within[c] for c in group), within["score"].alias("threshold"),
+                .select(*(within[c] for c in group), within["score"],
                         (within["tp_within"] + offsets["tp_before"]).alias("tp"),
                         (within["fp_within"] + offsets["fp_before"]).alias("fp"),
-                        within["pos"], within["neg"]))
+                        within["pos"].alias("block_pos"), within["neg"].alias("block_neg")))
+        # the columns of the file's one window, per block: each row ends its block (no next
+        # score), the group's top score has no previous one, and the group's totals
+        totals = ranked.groupBy(*group).agg(
+            F.sum("pos").alias("p"), F.sum("neg").alias("n"),
+            F.min(F.when(F.col("pos") > 0, F.col("score"))).alias("lowest_pos"),
+            F.min(F.when(F.col("neg") > 0, F.col("score"))).alias("lowest_neg"),
+            F.max("score").alias("top"))
+        same = functools.reduce(lambda a, b: a & b, (ends[c].eqNullSafe(totals[c])
+                                                     for c in group))
+        ends = (ends.join(F.broadcast(totals), same)
+                .select(*(ends[c] for c in group), "score", "tp", "fp", "block_pos",
+                        "block_neg",
+                        F.when(F.col("score") != F.col("top"), F.col("score"))
+                        .alias("previous_score"),
+                        F.lit(None).cast("double").alias("next_score"),
+                        "p", "n", "lowest_pos", "lowest_neg"))
         self._persist("ranked_points (blocks)", _BLOCKS, ends)
         rest = _with_ctes(tree, ctes[ctes.index(_BLOCKS) + 1:], tree)
         rest = rest.transform(lambda n: exp.alias_(exp.to_table(self.prefix + _BLOCKS), _BLOCKS,
