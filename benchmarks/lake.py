@@ -20,6 +20,12 @@ that every engine's numbers equal scikit-learn's. Steps:
 - ``checks-<engine>``: only the input checks every request starts with (a sample's rows span
   its labels, so they group by sample: the part of each request a plain scan does not pay for);
 - ``scan``: count and sum of score per (segment, label) with DuckDB, which no evaluation beats;
+- ``<kind>-spark`` (not run by default): the same requests on Spark (``--spark-master``,
+  default ``local[2]``; the JVM's start, a few seconds, is in its time), and ``mllib``: what a
+  Spark user does without mleval, MLlib's ``BinaryClassificationEvaluator`` (exact:
+  ``numBins=0``) in a loop over the (segment, label) groups, ROC AUC only::
+
+    python benchmarks/lake.py --samples 1_000_000 --steps exact-duckdb,exact-spark,mllib,sklearn
 - ``many-<engine>`` / ``few-<engine>`` (not run by default): F1 and ROC AUC of a binary table of
   ``--samples`` rows, each row its own segment / the same rows in 8 segments: the cost of a
   segment, which should not be the unit of cost::
@@ -72,6 +78,8 @@ CLUSTER_METRICS = ["adjusted_rand", "rand", "mutual_info", "normalized_mutual_in
                    "fowlkes_mallows"]
 CLUSTER_STEPS = ("cluster-duckdb", "cluster-polars", "cluster-sklearn", "cluster-scan")
 CARDINALITY = ("many-duckdb", "many-polars", "few-duckdb", "few-polars")
+SPARK_STEPS = ("exact-spark", "binned-spark", "sweep-spark", "threshold-spark", "checks-spark",
+               "mllib")
 
 
 # -- the lake ----------------------------------------------------------------------------------
@@ -206,6 +214,10 @@ def run_step(step: str, lake: Path | str, memory_limit: str | None) -> dict:
         return _scan(lake, "segment, count(*), sum(truth), sum(cluster)", None)
     if step == "cluster-sklearn":
         return _sklearn_clusters(lake)
+    if step == "mllib":
+        return _mllib(lake)
+    if step.endswith("-spark"):
+        _spark_session()  # the session the engine then finds active
     import mleval_sql as me
 
     kind, engine = step.split("-")
@@ -249,6 +261,40 @@ def _key(row: dict) -> str:
     threshold = row.get("threshold")
     return "|".join(str(row[c]) for c in ("segment", "metric", "average", "label")) + (
         f"|{threshold:g}" if threshold is not None else "")
+
+
+def _spark_session():
+    from pyspark.sql import SparkSession
+
+    master = os.environ.get("MLEVAL_SPARK_MASTER", "local[2]")
+    cores = master.removeprefix("local[").removesuffix("]")
+    cores = str(os.cpu_count()) if cores == "*" else cores
+    # two shuffle partitions per core: Spark's default of 200 is sized for a cluster, and on
+    # local[2] made the exact request five times slower (515 s instead of 103 s at 1M rows)
+    session = (SparkSession.builder.master(master)
+               .config("spark.driver.memory", os.environ.get("MLEVAL_SPARK_MEMORY", "6g"))
+               .config("spark.sql.shuffle.partitions", str(2 * int(cores)))
+               .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def _mllib(lake: Path) -> dict:
+    """ROC AUC per (segment, label) by MLlib's evaluator, one group at a time."""
+    from pyspark.ml.evaluation import BinaryClassificationEvaluator
+    from pyspark.sql import functions as F
+
+    frame = (_spark_session().read.parquet(str(lake))
+             .select("segment", "label", "score", F.col("truth").cast("double").alias("truth")))
+    evaluator = BinaryClassificationEvaluator(rawPredictionCol="score", labelCol="truth",
+                                              metricName="areaUnderROC", numBins=0)
+    out = {}
+    for row in frame.select("segment", "label").distinct().collect():
+        group = frame.filter((F.col("segment") == row.segment) & (F.col("label") == row.label))
+        key = {"segment": row.segment, "metric": "roc_auc", "average": None,
+               "label": row.label}
+        out[_key(key)] = evaluator.evaluate(group)
+    return out
 
 
 def _sklearn(lake: Path) -> dict:
@@ -356,14 +402,17 @@ def main() -> None:
     parser.add_argument("--folder", type=Path, default=Path("/tmp/mleval-bench"))
     parser.add_argument("--steps", default=",".join(STEPS),
                         help="comma-separated, of "
-                        f"{', '.join(STEPS + CLUSTER_STEPS + CARDINALITY)}")
+                        f"{', '.join(STEPS + CLUSTER_STEPS + CARDINALITY + SPARK_STEPS)}")
     parser.add_argument("--memory-limit", default=None, help="e.g. 1GB, for both engines")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--store", help="also read the lake from object storage under this "
                         "URL (s3://, gs://, az://), or from moto's S3 server on 127.0.0.1: "
                         "local-s3")
     parser.add_argument("--lake", help=argparse.SUPPRESS)
+    parser.add_argument("--spark-master", default="local[2]",
+                        help="the Spark steps' master, e.g. local[16]")
     args = parser.parse_args()
+    os.environ["MLEVAL_SPARK_MASTER"] = args.spark_master
     if args.child:
         lake = args.lake if "://" in args.lake else Path(args.lake)
         print(json.dumps(run_step(args.child, lake, args.memory_limit)))
@@ -393,7 +442,7 @@ def main() -> None:
         for r in rows:
             oracle = oracles.get("cluster-sklearn" if r["step"].startswith("cluster-")
                                  else "sklearn")
-            if oracle and r["step"].startswith(("exact", "binned", "sweep", "threshold",
+            if oracle and r["step"].startswith(("exact", "binned", "sweep", "threshold", "mllib",
                                                 "cluster-duckdb", "cluster-polars")):
                 r["max_rel_diff"] = agreement(r["numbers"], oracle)
         print(report(rows, samples), "\n", flush=True)

@@ -41,7 +41,7 @@ import polars as pl
 
 import mleval_sql as me
 from mleval_sql.api import DEFAULT_METRICS
-from mleval_sql.engines import local_engines
+from mleval_sql.engines import ENGINES
 from mleval_sql.outputs import atomic_output, check_output
 from mleval_sql.params import CURVE_PARAMS, DEFAULTS, PARAMS, Param
 from mleval_sql.plot import INSTALL_HINT, PlotError, check_target, plot_curve
@@ -242,7 +242,10 @@ def _add_source(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--by", action="append", default=[], metavar="COL",
                      help="segment columns, repeatable or comma-separated: --by model,dataset")
     cmd.add_argument("--task", choices=TASKS, help="default: inferred from the data")
-    cmd.add_argument("--engine", choices=tuple(local_engines()), default=local_engines()[0])
+    offered = [name for name, entry in ENGINES.items() if entry.offered]
+    cmd.add_argument("--engine", choices=offered, default=offered[0],
+                     help="spark: the active or a local SparkSession reads the parquet inputs, "
+                          "or a table of its catalog named as the input")
     cmd.add_argument("--column", action="append", default=[], type=_column, metavar="ROLE=NAME",
                      help="where a role (sample, label, score, truth, weight; clustering: "
                           "sample, truth, cluster, weight) is found, e.g. score=prob or "

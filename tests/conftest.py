@@ -28,6 +28,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 @pytest.fixture(params=local_engines())
 def engine(request: pytest.FixtureRequest) -> str:
+    if request.param == "spark":  # the run's one SparkSession, the one the engine finds active
+        request.getfixturevalue("spark")
     return request.param
 
 from tests.servers import pg_connection, postgres, spark  # noqa: E402, F401  (session fixtures)

@@ -9,7 +9,10 @@ from __future__ import annotations
 import math
 
 import polars as pl
+import pytest
 from polars.testing import assert_frame_equal
+
+from mleval_sql.engines import local_engines
 
 KEYS = ("metric", "average", "label", "predicted")
 #: the suite's tolerances: every engine equals the oracle to float rounding (a few ulps of
@@ -85,3 +88,10 @@ def assert_standalone_equals_oracle(rows: pl.DataFrame, frame: pl.DataFrame, tas
     assert rows.height > 0
     want = expected(frame, task, metric, averages, [segment], params)
     assert_same_rows(rows, want, [segment])
+
+
+#: The engines plus Spark, for the test bodies Spark runs too (``engine`` fixture, indirect):
+#: the registry's oracle test, the bad-input catalogue, the curves and the checks. Each Spark
+#: request costs about a second on local[2] (jobs, not data), so the other engine-parametrized
+#: tests stay on the in-process engines.
+WITH_SPARK = pytest.mark.parametrize("engine", [*local_engines(), "spark"], indirect=True)

@@ -22,6 +22,7 @@ import pytest
 import mleval_sql as me
 from mleval_sql.engines import local_engines
 from tests.data import cat_dog_eel
+from tests.helpers import WITH_SPARK
 
 LABELS = ("cat", "dog", "eel")
 
@@ -174,7 +175,7 @@ def raise_for(case: Case, engine: str) -> me.InputError:
     return caught.value
 
 
-@pytest.mark.parametrize("engine", local_engines())
+@WITH_SPARK
 @pytest.mark.parametrize("case", _params())
 def test_bad_input_is_named_in_one_line(case: Case, engine: str) -> None:
     error = raise_for(case, engine)

@@ -14,7 +14,7 @@ from mleval_sql.engines import local_engines
 from mleval_sql.params import DEFAULTS
 from mleval_sql.registry import METRICS
 from tests.data import make_predictions
-from tests.helpers import assert_same_rows
+from tests.helpers import WITH_SPARK, assert_same_rows
 from tests.oracle import expected
 
 PARAMS = {k: v for k, v in DEFAULTS.items() if k not in ("kind", "drop_intermediate")}
@@ -49,6 +49,7 @@ def test_curves_equal_those_of_the_labelled_table(engine, log, kind):
     assert got.equals(want)
 
 
+@WITH_SPARK
 def test_an_unused_label_column_is_ignored_when_mapped_away(engine, log):
     """``columns={"label": None}``: one label even though a ``label`` column exists."""
     noisy = log.with_columns(label=pl.lit("ignored"))
@@ -57,6 +58,7 @@ def test_an_unused_label_column_is_ignored_when_mapped_away(engine, log):
     assert me.check(noisy, engine=engine, columns={"score": "prob", "label": None}) == "binary"
 
 
+@WITH_SPARK
 def test_several_rows_per_sample_need_a_label_column(engine):
     multilabel = make_predictions("multilabel", seed=2).drop("label")
     with pytest.raises(me.InputError, match=r"duplicate 'sample' row.*without a label column"):

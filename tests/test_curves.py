@@ -24,7 +24,7 @@ from mleval_sql.api import curve
 from mleval_sql.engines import local_engines
 from mleval_sql.engines import polars as plans
 from tests.data import make_predictions
-from tests.helpers import assert_frames_close, assert_same_rows
+from tests.helpers import WITH_SPARK, assert_frames_close, assert_same_rows
 from tests.oracle import expected
 from tests.oracle_ranking import break_even
 from tests.test_metrics import DEFAULT_PARAMS
@@ -72,6 +72,7 @@ def _close(got: list, want: np.ndarray, what: str) -> None:
                 f"{what}: got {a}, want {b}"
 
 
+@WITH_SPARK
 @pytest.mark.parametrize("drop", [False, True])
 @pytest.mark.parametrize(("task", "seed", "by"), CURVE_CASES)
 def test_roc_curve_matches_scikit_learn(engine, task, seed, by, drop):
@@ -95,6 +96,7 @@ def test_roc_curve_matches_scikit_learn(engine, task, seed, by, drop):
     assert table.filter(pl.col("tpr").is_null()).height > 0  # the one-class segment
 
 
+@WITH_SPARK
 @pytest.mark.parametrize("drop", [False, True])
 @pytest.mark.parametrize(("task", "seed", "by"), CURVE_CASES)
 def test_pr_curve_matches_scikit_learn(engine, task, seed, by, drop):
@@ -201,6 +203,7 @@ def test_binned_auc_is_within_the_documented_bound(engine, bins):
 
 # -- AUC, partial AUC, break-even ------------------------------------------------------------------
 
+@WITH_SPARK
 def test_one_class_segment_gives_null_auc_not_an_error(engine):
     frame = make_predictions("binary", 26)
     got = me.evaluate(frame, ["roc_auc", "average_precision", "break_even"], by="region",
@@ -261,6 +264,7 @@ def test_break_even_without_ties_is_the_r_precision(engine):
     assert break_even(truth, score, np.ones(n)) == pytest.approx(r_precision, rel=1e-12)
 
 
+@WITH_SPARK
 def test_break_even_interpolates_inside_a_tied_block(engine):
     # P = 2; the top block (one positive) predicts 1, the tied block {pos, neg, neg} crosses P:
     # tp = 1 + 1 * (2 - 1) / 3 at predicted weight 2
@@ -374,6 +378,7 @@ def test_ovo_on_tiny_inputs(frame):
         assert_same_rows(got, want, [])
 
 
+@WITH_SPARK
 @pytest.mark.parametrize("bins", [10, 4])
 def test_binned_ranking_metrics_equal_the_oracle_on_binned_scores(engine, bins):
     """Binned AUC, average precision and break-even, weighted, with every average, are the

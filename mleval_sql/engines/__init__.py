@@ -71,12 +71,14 @@ class EngineEntry:
     ``memory_limit`` (others given are not passed on). ``reader``: how the engine reads what
     ``evaluate`` is given (``reader(source, connection)``, a ``"module:function"`` string);
     None: the frames, files and lakes of :func:`mleval_sql.sources.as_source`, and then the
-    engine runs every generic test body and is offered by the command line."""
+    engine runs every generic test body. ``offered``: a choice of the command line's
+    ``--engine``."""
 
     name: str
     factory: Callable[..., Engine] | str
     options: tuple[str, ...] = ()
     reader: Callable[..., Any] | str | None = None
+    offered: bool = True  # by the command line's --engine
 
     def make(self, *args: Any, **options: Any) -> Engine:
         common = ("memory_limit", "clustering")
@@ -97,12 +99,15 @@ def _imported(thing: Callable[..., Any] | str) -> Callable[..., Any]:
 
 
 #: Every engine, by name; the first is the default. ``sql`` runs the steps in the database
-#: behind a connection (ADBC, DB-API or a SparkSession), on a table of that database.
+#: behind a connection (ADBC, DB-API or a SparkSession), on a table of that database; ``spark``
+#: reads a Spark DataFrame, a catalog table or parquet files with Spark and runs there.
 ENGINES: dict[str, EngineEntry] = {e.name: e for e in (
     EngineEntry("duckdb", "mleval_sql.engines.duckdb:DuckDBEngine", ("connection",)),
     EngineEntry("polars", "mleval_sql.engines.polars.engine:PolarsEngine"),
     EngineEntry("sql", "mleval_sql.engines.sql:SQLEngine",
-                reader="mleval_sql.engines.sql:database_table"),
+                reader="mleval_sql.engines.sql:database_table", offered=False),
+    EngineEntry("spark", "mleval_sql.engines.spark:SparkEngine",
+                reader="mleval_sql.engines.spark:spark_source"),
 )}
 
 

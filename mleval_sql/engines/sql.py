@@ -360,7 +360,9 @@ def canonical(table: exp.Expression, columns: Columns, weight: str | None, by: S
                 [exp.alias_(col(c), k) for c, k in zip(by, keys, strict=True)])
     return exp.select(
         exp.alias_(col(columns.sample), "sample"),
-        exp.alias_(col(columns.label), "label"),
+        # no label column: every row is the one label of a binary task, named after the scores
+        exp.alias_(exp.Literal.string(columns.single_label) if columns.label is None
+                   else col(columns.label), "label"),
         exp.alias_(exp.cast(col(columns.score), "double"), "score"),
         exp.alias_(truth_value, "truth"),
         exp.alias_(exp.cast(col(weight) if weight else exp.Literal.number(1), "double"),

@@ -1,0 +1,362 @@
+"""Evaluate on Spark: the ``queries/`` steps in Spark's SQL dialect (engines/sql.py, with the
+rewrites of dialects.py), statistics persisted once per request, and the exact curve's running
+sums computed across partitions.
+
+What differs for Spark is here and only here:
+
+- **Inputs**: a Spark DataFrame, a table or view of the session's catalog, or parquet paths,
+  globs and hive lakes (read by Spark); other inputs (polars, Arrow, pandas, CSV) are copied in
+  through Arrow. The session is ``connection=``, else the active one, else a local one.
+- **Statistics** are persisted DataFrames (memory, spilling to disk), each computed by one job
+  that reads the source once; final steps read them, never the source.
+- **The exact curve** (``ranked_points``): the SQL file sorts each (segment, label) in one
+  window, which on Spark puts a whole group in one task. Here the rows are first summed per
+  distinct score (a hash aggregation: ties are one block, as the file's tie blocks), the blocks
+  sorted across partitions by range (``repartitionByRange``, sampled bounds: one huge group
+  spans many partitions), their running sums taken within each partition, and each partition's
+  sums shifted by the group's weight in earlier partitions (a small table of per-partition
+  totals), as Spark MLlib's ``BinaryClassificationMetrics`` does. The file's own ``gridded``
+  and ``scored`` steps (binning) and its ``totals`` and final SELECT run as SQL around that, so
+  the curve has one definition. Binned mode is the same plan on a histogram (a few rows per
+  bin).
+
+>>> me.evaluate(spark.read.parquet("lake"), ["roc_auc"], by="model",
+...             engine="spark")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from sqlglot import exp
+
+from mleval_sql import dialects
+from mleval_sql.engines import Keep
+from mleval_sql.engines.sql import Database, DatabaseTable, SQLEngine, _plain_numbers
+from mleval_sql.lakes import Lake
+from mleval_sql.registry import STEPS
+from mleval_sql.schema import Columns, InputError
+from mleval_sql.sources import Parquet, as_source
+
+#: The ranked_points CTEs computed by a distributed sort instead of one window per group:
+#: everything from the first (inclusive) up to ``_BLOCKS`` (inclusive) is replaced by it.
+_SCORED, _FIRST_WINDOWED, _BLOCKS = "scored", "ranked", "ranked"
+_ANSI = "spark.sql.ansi.enabled"
+_HIVE_FOLDER = re.compile(r"[^=/]+=[^/]*")
+
+
+def session(connection: Any = None) -> Any:
+    """The SparkSession to run on: ``connection`` if given, else the active one, else a local
+    one (``local[*]``)."""
+    from pyspark.sql import SparkSession
+
+    if connection is not None:
+        if not isinstance(connection, SparkSession) and \
+                type(connection).__module__.split(".")[0] != "pyspark":
+            raise InputError(f"engine='spark' takes a SparkSession as connection=, not a "
+                             f"{type(connection).__name__}")
+        return connection
+    return SparkSession.getActiveSession() or \
+        SparkSession.builder.master("local[*]").appName("mleval").getOrCreate()
+
+
+@dataclass(frozen=True)
+class SparkTable(DatabaseTable):
+    """The input as a Spark DataFrame; the engine shows it to its SQL as the view ``name``."""
+
+    frame: Any = None
+
+    def schema(self) -> pl.Schema:
+        return _plain_numbers(pl.from_arrow(self.frame.limit(0).toArrow())).schema
+
+
+def spark_source(source: Any, connection: Any = None) -> SparkTable:
+    """``source`` (see the module docstring) as a DataFrame of the session to run on."""
+    spark = session(connection)
+    if isinstance(source, (list, tuple)) and len(source) == 1 and isinstance(source[0], str):
+        source = source[0]  # the command line's one input
+    if type(source).__name__ == "DataFrame" and type(source).__module__.startswith("pyspark"):
+        frame = source
+    elif isinstance(source, str) and _in_catalog(spark, source):
+        frame = spark.table(source)
+    elif isinstance(source, str) and "://" in source:  # a store Spark is configured for
+        frame = spark.read.parquet(source)
+    else:
+        src = as_source(source)
+        if isinstance(src, Parquet):
+            reader = spark.read
+            base = _hive_base(src.files)
+            if base is not None:
+                reader = reader.option("basePath", base)
+            frame = reader.parquet(*src.files)
+        elif isinstance(src, Lake):
+            raise InputError("engine='spark' reads parquet files, folders and URLs, tables "
+                             "of the session's catalog and Spark DataFrames; read Delta or "
+                             "Iceberg tables with Spark (spark.read.format(...)) and pass "
+                             "the DataFrame")
+        else:  # data in memory (or CSV, read by polars): copied in through Arrow
+            frame = spark.createDataFrame(src.polars().collect().to_arrow())
+    name = f"mleval_{uuid.uuid4().hex[:8]}_input"
+    return SparkTable(Database(spark), name, frame)
+
+
+def _in_catalog(spark: Any, name: str) -> bool:
+    if os.path.exists(name) or any(c in name for c in "/\\*?["):
+        return False
+    try:
+        return bool(spark.catalog.tableExists(name))
+    except Exception:  # not a name Spark can parse
+        return False
+
+
+def _hive_base(files: Sequence[str]) -> str | None:
+    """The folder above the files and any ``key=value`` folders they lie in: Spark's
+    ``basePath``, from which it reads those folders as columns (as the other engines do)."""
+    if not files or any("://" in f for f in files):
+        return None
+    base = Path(os.path.commonpath([os.path.dirname(os.path.abspath(f)) for f in files]))
+    while _HIVE_FOLDER.fullmatch(base.name):
+        base = base.parent
+    return str(base)
+
+
+class SparkEngine(SQLEngine):
+    """Evaluate with Spark (see the module docstring); ``plans`` keeps the physical plans each
+    step ran, by step."""
+
+    name = "spark"
+
+    def __init__(self, source: SparkTable, columns: Columns, weight: str | None,
+                 by: Sequence[str], *, memory_limit: str | None = None,
+                 clustering: bool = False) -> None:
+        if memory_limit is not None:
+            raise InputError("memory_limit= is for the in-process engines; Spark manages its "
+                             "own memory (spark.executor.memory, spark.driver.memory)")
+        if clustering:
+            raise InputError("engine='spark' does not evaluate clustering yet; use duckdb or "
+                             "polars")
+        self.spark, self.input_view = source.database.connection, source.name
+        self.created: list[tuple[str, str]] = []
+        self.persisted: list[Any] = []
+        self.plans: dict[str, list[str]] = {}
+        # the files' arithmetic is DuckDB's: x / 0 is NULL (inside CASE and aggregates too),
+        # as it is in Spark without ANSI mode; the user's setting is put back by close()
+        self.ansi = self.spark.conf.get(_ANSI, None)
+        self.spark.conf.set(_ANSI, "false")
+        source.frame.createOrReplaceTempView(self.input_view)
+        try:
+            super().__init__(source, columns, weight, by, clustering=clustering)
+        except BaseException:
+            self.close()
+            raise
+
+    def results(self, steps: Iterable[str], params: dict[str, object], *,
+                numeric_truth: bool = False,
+                keep: Keep | None = None) -> dict[str, pl.DataFrame]:
+        """Run ``steps``: statistics persisted once each, final steps fetched as polars."""
+        if not numeric_truth:
+            self._create("VIEW", "predictions", self._canonical(truth="bool"))
+        keys: dict[str, list[str]] = {"predictions": self.keys}
+        out: dict[str, pl.DataFrame] = {}
+        for name in steps:
+            step = STEPS[name]
+            reads = keys[step.reads[0]]
+            if name == "ranked_points":
+                frame = self._ranked_points(params, reads)
+            else:
+                frame = self._frame(name, self._tree(name, params, reads))
+            if step.gives is None:
+                out[name] = self._collect(name, frame)
+                continue
+            self._persist(name, step.gives, frame)
+            keys[step.gives] = dialects.grown_keys(name, reads)
+        return out
+
+    def summary(self) -> pl.DataFrame:
+        tree = self._tree("validate_summary", {}, self.keys)
+        return self._collect("validate_summary", self._frame("validate_summary", tree))
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            for frame in self.persisted:  # the checkpoints' blocks, now rather than at GC
+                frame._jdf.queryExecution().analyzed().rdd().unpersist(False)
+            self.persisted.clear()
+            self.spark.catalog.dropTempView(self.input_view)
+            if self.ansi is None:
+                self.spark.conf.unset(_ANSI)
+            else:
+                self.spark.conf.set(_ANSI, self.ansi)
+
+    # -- the exact curve ----------------------------------------------------------------------
+
+    def _ranked_points(self, params: dict[str, object], keys: Sequence[str]) -> Any:
+        """ranked_points.sql with its per-group window replaced by a range-partitioned sort
+        and per-partition offsets (module docstring)."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        tree = self._tree("ranked_points", params, keys)
+        ctes = [c.alias for c in tree.args["with_"].expressions]
+        cut = ctes.index(_FIRST_WINDOWED)
+        scored_sql = _with_ctes(tree, ctes[:cut], exp.select("*").from_(_SCORED))
+
+        group = [*keys, "label"]
+        blocks = (self._frame("ranked_points", scored_sql)
+                  .groupBy(*group, "score")
+                  .agg(F.sum("pos").alias("pos"), F.sum("neg").alias("neg")))
+        # sorted across partitions by (group, score descending): a group may span several
+        ranked = (blocks.repartitionByRange(*group, F.col("score").desc())
+                  .withColumn("part", F.spark_partition_id()))
+        ranked = self._persist("ranked_points (sorted blocks)", None, ranked)
+        # each group's weight in the partitions before each one: one row per (part, group)
+        earlier = Window.partitionBy(*group).orderBy("part").rowsBetween(
+            Window.unboundedPreceding, -1)
+        offsets = (ranked.groupBy("part", *group)
+                   .agg(F.sum("pos").alias("part_pos"), F.sum("neg").alias("part_neg"))
+                   .select("part", *group,
+                           F.coalesce(F.sum("part_pos").over(earlier), F.lit(0.0))
+                           .alias("tp_before"),
+                           F.coalesce(F.sum("part_neg").over(earlier), F.lit(0.0))
+                           .alias("fp_before")))
+        running = Window.partitionBy("part", *group).orderBy(F.col("score").desc()) \
+            .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+        within = ranked.select("part", *group, "score", "pos", "neg",
+                               F.sum("pos").over(running).alias("tp_within"),
+                               F.sum("neg").over(running).alias("fp_within"))
+        same = functools.reduce(lambda a, b: a & b, (
+            within[c].eqNullSafe(offsets[c]) for c in ["part", *group]))
+        ends = (within.join(F.broadcast(offsets), same)
+                .select(*(within[c] for c in group), within["score"],
+                        (within["tp_within"] + offsets["tp_before"]).alias("tp"),
+                        (within["fp_within"] + offsets["fp_before"]).alias("fp"),
+                        within["pos"].alias("block_pos"), within["neg"].alias("block_neg")))
+        # the columns of the file's one window, per block: each row ends its block (no next
+        # score), the group's top score has no previous one, and the group's totals
+        totals = ranked.groupBy(*group).agg(
+            F.sum("pos").alias("p"), F.sum("neg").alias("n"),
+            F.min(F.when(F.col("pos") > 0, F.col("score"))).alias("lowest_pos"),
+            F.min(F.when(F.col("neg") > 0, F.col("score"))).alias("lowest_neg"),
+            F.max("score").alias("top"))
+        same = functools.reduce(lambda a, b: a & b, (ends[c].eqNullSafe(totals[c])
+                                                     for c in group))
+        ends = (ends.join(F.broadcast(totals), same)
+                .select(*(ends[c] for c in group), "score", "tp", "fp", "block_pos",
+                        "block_neg",
+                        F.when(F.col("score") != F.col("top"), F.col("score"))
+                        .alias("previous_score"),
+                        F.lit(None).cast("double").alias("next_score"),
+                        "p", "n", "lowest_pos", "lowest_neg"))
+        self._persist("ranked_points (blocks)", _BLOCKS, ends)
+        rest = _with_ctes(tree, ctes[ctes.index(_BLOCKS) + 1:], tree)
+        rest = rest.transform(lambda n: exp.alias_(exp.to_table(self.prefix + _BLOCKS), _BLOCKS,
+                                                   table=True)
+                              if isinstance(n, exp.Table) and n.name == _BLOCKS
+                              and not n.alias else n)
+        return self._frame("ranked_points", rest)
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _tree(self, step: str, params: dict[str, object], keys: Sequence[str]) -> exp.Select:
+        """The step for Spark (dialects.py), reading this run's relations."""
+        tree = dialects.step_tree(step, self.dialect, params, keys)
+        names = {rel: self.prefix + rel for rel in ("predictions", *_STAT_TABLES)}
+        return exp.replace_tables(tree, names)
+
+    def _frame(self, step: str, tree: exp.Select) -> Any:
+        """``tree`` as a DataFrame, each CTE read more than once computed once first (Spark
+        inlines CTEs: ranking_metrics alone planned 77 exchanges), in order, as a checkpoint
+        the rest reads."""
+        tree = tree.copy()
+        with_ = tree.args.get("with_")
+        for cte in list(with_.expressions) if with_ else []:
+            uses = [t for t in tree.find_all(exp.Table) if t.name == cte.alias
+                    and not isinstance(t.parent, exp.CTE)]
+            if len(uses) < 2:
+                continue
+            view = f"{self.prefix}{step}_{cte.alias}"
+            body = cte.this.copy()
+            body.set("with_", with_.copy() if with_.expressions else None)
+            body = _drop_unused_ctes(body)
+            self._persist(step, view, self.spark.sql(dialects.render(
+                body, self.dialect, pretty=False, what=step)), view=True)
+            cte.pop()
+            for use in uses:
+                use.replace(exp.alias_(exp.to_table(view), use.alias or cte.alias, table=True))
+            if not with_.expressions:
+                tree.set("with_", None)
+        return self.spark.sql(dialects.render(tree, self.dialect, pretty=False, what=step))
+
+    def _collect(self, step: str, frame: Any) -> pl.DataFrame:
+        """A final step's rows, as polars."""
+        self._plan(step, frame)
+        # every field nullable: a null struct of non-null fields (an example of a problem
+        # that did not occur, whose label is a constant) cannot be converted to Arrow otherwise
+        frame = frame.to(_nullable(frame.schema))
+        return self._unkey(_plain_numbers(pl.from_arrow(frame.toArrow())))
+
+    def _plan(self, step: str, frame: Any) -> None:
+        self.plans.setdefault(step, []).append(
+            frame._jdf.queryExecution().executedPlan().toString())
+
+    def _persist(self, step: str, gives: str | None, frame: Any, *, view: bool = False) -> Any:
+        """``frame`` computed once and kept (memory, then disk), as the view ``gives``: a local
+        checkpoint, so that later plans read it as a table of their own (no lineage to
+        re-plan, and no self-join of one lineage, which Spark 4.0 can mis-bind)."""
+        from pyspark import StorageLevel
+
+        self._plan(step, frame)
+        frame = frame.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
+        self.persisted.append(frame)
+        if gives is not None:
+            name = gives if view else self.prefix + gives
+            frame.createOrReplaceTempView(name)
+            if ("VIEW", name) not in self.created:
+                self.created.append(("VIEW", name))
+        return frame
+
+
+def _nullable(kind: Any) -> Any:
+    """A Spark type with every field, at every depth, nullable."""
+    from pyspark.sql import types as T
+
+    if isinstance(kind, T.StructType):
+        return T.StructType([T.StructField(f.name, _nullable(f.dataType), True)
+                             for f in kind.fields])
+    if isinstance(kind, T.ArrayType):
+        return T.ArrayType(_nullable(kind.elementType), True)
+    return kind
+
+
+def _drop_unused_ctes(tree: exp.Select) -> exp.Select:
+    """``tree`` without the CTEs nothing in it reads (latest first: one may read another)."""
+    with_ = tree.args.get("with_")
+    for cte in reversed(list(with_.expressions) if with_ else []):
+        if not any(t.name == cte.alias for t in tree.find_all(exp.Table)
+                   if not isinstance(t.parent, exp.CTE)):
+            cte.pop()
+    if with_ is not None and not with_.expressions:
+        tree.set("with_", None)
+    return tree
+
+
+_STAT_TABLES = tuple(sorted({s.gives for s in STEPS.values() if s.gives}))
+
+
+def _with_ctes(tree: exp.Expression, names: Sequence[str], body: exp.Expression) -> exp.Select:
+    """``body`` (its own WITH dropped) under the CTEs of ``tree`` called ``names``."""
+    out = body.copy()
+    out.set("with_", None)
+    for cte in tree.args["with_"].expressions:
+        if cte.alias in names:
+            out = out.with_(cte.alias, as_=cte.this.copy())
+    return out
