@@ -30,7 +30,7 @@ import functools
 import os
 import re
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,6 @@ import polars as pl
 from sqlglot import exp
 
 from mleval_sql import dialects
-from mleval_sql.engines import Keep
 from mleval_sql.engines.sql import Database, DatabaseTable, SQLEngine, _plain_numbers
 from mleval_sql.lakes import Lake
 from mleval_sql.registry import STEPS
@@ -158,27 +157,18 @@ class SparkEngine(SQLEngine):
             self.close()
             raise
 
-    def results(self, steps: Iterable[str], params: dict[str, object], *,
-                numeric_truth: bool = False,
-                keep: Keep | None = None) -> dict[str, pl.DataFrame]:
-        """Run ``steps``: statistics persisted once each, final steps fetched as polars."""
-        if not numeric_truth:
-            self._create("VIEW", "predictions", self._canonical(truth="bool"))
-        keys: dict[str, list[str]] = {"predictions": self.keys}
-        out: dict[str, pl.DataFrame] = {}
-        for name in steps:
-            step = STEPS[name]
-            reads = keys[step.reads[0]]
-            if name == "ranked_points":
-                frame = self._ranked_points(params, reads)
-            else:
-                frame = self._frame(name, self._tree(name, params, reads))
-            if step.gives is None:
-                out[name] = self._collect(name, frame)
-                continue
-            self._persist(name, step.gives, frame)
-            keys[step.gives] = dialects.grown_keys(name, reads)
-        return out
+    def _step_frame(self, step: str, params: dict[str, object], keys: Sequence[str]) -> Any:
+        if step == "ranked_points":
+            return self._ranked_points(params, keys)
+        return self._frame(step, self._tree(step, params, keys))
+
+    def _final(self, step: str, params: dict[str, object], keys: Sequence[str]) -> pl.DataFrame:
+        return self._collect(step, self._step_frame(step, params, keys))
+
+    def _statistic(self, step: str, gives: str, params: dict[str, object],
+                   keys: Sequence[str]) -> None:
+        """Persisted once for the request (a local checkpoint)."""
+        self._persist(step, gives, self._step_frame(step, params, keys))
 
     def summary(self) -> pl.DataFrame:
         tree = self._tree("validate_summary", {}, self.keys)

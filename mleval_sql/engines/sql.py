@@ -216,11 +216,20 @@ class SQLEngine:
             step = STEPS[name]
             reads = keys[step.reads[0]]
             if step.gives is None:
-                out[name] = self._unkey(self._fetch(name, params, reads))
+                out[name] = self._final(name, params, reads)
             else:
-                self._create("TABLE", step.gives, self._sql(name, params, reads))
+                self._statistic(name, step.gives, params, reads)
                 keys[step.gives] = dialects.grown_keys(name, reads)
         return out
+
+    def _final(self, step: str, params: dict[str, object], keys: Sequence[str]) -> pl.DataFrame:
+        """The rows of a final step."""
+        return self._unkey(self._fetch(step, params, keys))
+
+    def _statistic(self, step: str, gives: str, params: dict[str, object],
+                   keys: Sequence[str]) -> None:
+        """A statistics step's table ``gives``, made once for the request."""
+        self._create("TABLE", gives, self._sql(step, params, keys))
 
     def close(self) -> None:
         try:
