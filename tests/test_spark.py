@@ -115,3 +115,15 @@ def test_one_scan_of_the_source_per_family_of_statistics(spark, tmp_path, monkey
     # the checks: the labels, the values and the per-sample counts, one pass each
     assert scans["validate_summary"] == 3
     assert sum(scans.values()) == 5
+
+
+def test_a_binned_sweep_equals_duckdb(spark):
+    """bins=N: each score placed on the grid by arithmetic, the counts running sums over the
+    buckets (threshold_buckets, listed_points), as on DuckDB."""
+    frame = make_predictions("multilabel", 3, n_samples=40)
+    options = {"by": "region", "bins": 4, "average": ["none", "macro"]}
+    want = me.evaluate(frame, ["f1", "precision", "tp"], **options)
+    got = me.evaluate(frame, ["f1", "precision", "tp"], engine="spark", **options)
+    assert_same_rows(got.with_columns(pl.col("threshold").cast(pl.String)),
+                     want.with_columns(pl.col("threshold").cast(pl.String)),
+                     ["region", "threshold"])

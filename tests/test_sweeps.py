@@ -25,7 +25,7 @@ from mleval_sql.engines import local_engines
 from mleval_sql.engines import polars as plans
 from mleval_sql.schema import InputError
 from tests.data import make_predictions
-from tests.helpers import assert_frames_close, assert_same_rows
+from tests.helpers import WITH_SPARK, assert_frames_close, assert_same_rows
 from tests.oracle import _segment, expected
 from tests.oracle_operating import operating_point
 from tests.test_metrics import DEFAULT_PARAMS
@@ -314,6 +314,7 @@ def test_sweeps_of_tiny_tables(engine_name, frame):
         assert_same_rows(swept.filter(pl.col("threshold") == t), single, [], rel=1e-12)
 
 
+@WITH_SPARK
 @pytest.mark.parametrize(("task", "seed", "by", "weighted", "params"), CASES[::2])
 def test_sweeps_of_every_decision_metric_equal_the_oracle(engine, task, seed, by, weighted,
                                                           params):
