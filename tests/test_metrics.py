@@ -84,6 +84,15 @@ def test_metric_matches_scikit_learn(engine, metric, case):
     assert_same_rows(got, want, list(case.by))
 
 
+def _by_averages(task: str) -> dict[tuple[str, ...], list[str]]:
+    """The task's metrics grouped by the averages they take: one request per group."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for name, metric in METRICS.items():
+        if task in metric.families:
+            groups.setdefault(metric.averages(task), []).append(name)
+    return groups
+
+
 @WITH_SPARK
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_every_metric_in_one_request_matches_scikit_learn(engine, case):
@@ -92,11 +101,7 @@ def test_every_metric_in_one_request_matches_scikit_learn(engine, case):
     rather than the one above: a dozen requests instead of 150."""
     frame = case.frame()
     params = {**DEFAULT_PARAMS, **case.params}
-    groups: dict[tuple[str, ...], list[str]] = {}
-    for name, metric in METRICS.items():
-        if case.task in metric.families:
-            groups.setdefault(metric.averages(case.task), []).append(name)
-    for averages, names in groups.items():
+    for averages, names in _by_averages(case.task).items():
         got = me.evaluate(frame, names, by=list(case.by), task=case.task, engine=engine,
                           average=averages or None, **params)
         for name in names:
@@ -110,11 +115,7 @@ def test_engines_agree_on_every_metric(case):
     """All metrics of the task in one request per set of averages, on both engines."""
     frame = case.frame()
     params = {**DEFAULT_PARAMS, **case.params}
-    groups: dict[tuple[str, ...], list[str]] = {}
-    for name, metric in METRICS.items():
-        if case.task in metric.families:
-            groups.setdefault(metric.averages(case.task), []).append(name)
-    for averages, names in groups.items():
+    for averages, names in _by_averages(case.task).items():
         results = [me.evaluate(frame, names, by=list(case.by), task=case.task, engine=e,
                                average=averages or None, **params)
                    for e in local_engines()]
