@@ -3,7 +3,9 @@
 A *step* turns one or more relations into another. Statistics steps read ``predictions`` (or
 another statistics table) and give a small table such as ``confusion_counts``; a family's final
 step derives tidy metric rows from statistics. Each step exists twice under one name: the SQL
-file ``queries/<name>.sql`` and the polars function ``mleval_sql.engines.polars.<name>``.
+file ``queries/<name>.sql`` and the polars function ``mleval_sql.engines.polars.<name>``. A final
+step marked ``averaged`` gives one row per label (and its pooled micro rows); every engine then
+runs :data:`AVERAGING` on those rows, which adds the grid of labels and the averages over them.
 
 >>> METRICS["f1"].family("multiclass").name
 'decisions'
@@ -25,6 +27,7 @@ class Step:
     reads: tuple[str, ...]
     gives: str | None = None  # the statistics table it produces; None for metric rows
     params: tuple[str, ...] = ()
+    averaged: bool = False  # its rows are per label: AVERAGING adds the grid and averages
 
 
 STEPS: dict[str, Step] = {s.name: s for s in (
@@ -32,7 +35,8 @@ STEPS: dict[str, Step] = {s.name: s for s in (
     Step("threshold_counts", ("predictions",), "confusion_counts", ("threshold",)),
     Step("argmax_matrix", ("predictions",), "confusion_matrix"),
     Step("matrix_counts", ("confusion_matrix",), "confusion_counts"),
-    Step("decision_metrics", ("confusion_counts",), None, ("beta", "zero_division")),
+    Step("decision_metrics", ("confusion_counts",), None, ("beta", "zero_division"),
+         averaged=True),
     Step("multiclass_metrics", ("confusion_matrix", "confusion_counts")),
     Step("sample_counts", ("predictions",), "sample_counts", ("threshold",)),
     Step("sample_metrics", ("sample_counts",), None, ("beta", "zero_division")),
@@ -41,7 +45,7 @@ STEPS: dict[str, Step] = {s.name: s for s in (
     # ranking across samples, per label: the curve from one sorted pass (ranked_points)
     Step("ranked_points", ("predictions",), "curve_points", ("bins",)),
     Step("curve_counts", ("curve_points",), "confusion_counts", ("threshold",)),
-    Step("ranking_metrics", ("curve_points",), None, ("max_fpr", "micro")),
+    Step("ranking_metrics", ("curve_points",), None, ("max_fpr", "micro"), averaged=True),
     Step("operating_points", ("curve_points",), None, ("min_recall", "min_precision")),
     Step("curve_rates", ("curve_points",), None, ("kind", "drop_intermediate")),
     # threshold sweeps: one scan into at most T + 1 buckets per label, then running sums
@@ -55,10 +59,10 @@ STEPS: dict[str, Step] = {s.name: s for s in (
     Step("label_ranking_metrics", ("sample_ranks",)),
     # probabilistic
     Step("probability_sums", ("predictions",), "probability_sums"),
-    Step("probability_metrics", ("probability_sums",)),
+    Step("probability_metrics", ("probability_sums",), averaged=True),
     Step("multiclass_probability_metrics", ("probability_sums",)),
     Step("calibration_bins", ("predictions",), "calibration_bins", ("n_bins",)),
-    Step("calibration_metrics", ("calibration_bins",)),
+    Step("calibration_metrics", ("calibration_bins",), averaged=True),
     Step("reliability_table", ("calibration_bins",)),
     # regression
     Step("regression_sums", ("predictions",), "regression_sums"),
@@ -68,7 +72,16 @@ STEPS: dict[str, Step] = {s.name: s for s in (
     Step("contingency", ("predictions",), "contingency"),
     Step("clustering_metrics", ("contingency",), None, ("beta", "average_method", "adjusted")),
     Step("contingency_cells", ("contingency",)),
+    # the rows of every averaged final step, read as label_values: the grid and the averages
+    Step("label_averages", ("label_values",)),
 )}
+
+#: The step every engine runs on the rows of an ``averaged`` final step (read as its one
+#: relation); its rows are then that final step's result.
+AVERAGING = STEPS["label_averages"]
+
+#: Every relation a step reads or gives: the names each engine gives a prefix of its run.
+RELATIONS = tuple(dict.fromkeys(r for s in STEPS.values() for r in (*s.reads, s.gives) if r))
 
 #: Averages over labels, as scikit-learn names them; "none" means one value per label and
 #: "macro_std" is the population standard deviation of the per-label values (seed 001).

@@ -17,7 +17,7 @@ from sqlglot import exp
 from mleval_sql import api, dialects
 from mleval_sql.engines.sql import canonical
 from mleval_sql.params import DEFAULTS, PARAMS, checked
-from mleval_sql.registry import CURVES, METRICS, STEPS, SWEEP
+from mleval_sql.registry import AVERAGING, CURVES, METRICS, STEPS, SWEEP
 from mleval_sql.schema import TASKS, Columns, InputError, Task
 
 #: Which summary column of queries/validate_summary.sql says what problem (--checks), with the
@@ -132,19 +132,30 @@ class _Builder:
         for name in steps:
             step = STEPS[name]
             reads = relations[step.reads[0]][1]
-            cte = final_name if step.gives is None else name
-            if cte not in self.ctes:
-                tree = dialects.bind(sqlglot.parse_one(_load(name), read="duckdb"), params)
-                tree = dialects.expand_segment(tree, reads)
-                tree = _rename(tree, {r: relations[r][0] for r in step.reads})
-                tree = _own_ctes_prefixed(tree, cte)
-                self.ctes[cte] = tree
+            renamed = {r: relations[r][0] for r in step.reads}
+            if step.gives is None and step.averaged:  # per-label rows, then label_averages
+                self._cte(name, f"{final_name}_per_label", renamed, reads, params)
+                self._cte(AVERAGING.name, final_name,
+                          {AVERAGING.reads[0]: f"{final_name}_per_label"}, reads, params)
+            else:
+                self._cte(name, final_name if step.gives is None else name, renamed, reads,
+                          params)
             for p in step.params:
                 if p not in ("micro", "kind", "drop_intermediate", "thresholds"):
                     self.shown.setdefault(p, params[p])
             if step.gives is not None:
                 relations[step.gives] = (name, dialects.grown_keys(name, reads))
         return final_name, reads  # a final step keeps the keys of what it reads
+
+    def _cte(self, step: str, cte: str, relations: dict[str, str], keys: list[str],
+             params: dict[str, object]) -> None:
+        """The CTE ``cte``: ``step`` reading ``relations`` (its names -> CTEs), segment keys
+        ``keys``; made once (statistics are shared by name)."""
+        if cte not in self.ctes:
+            tree = dialects.bind(sqlglot.parse_one(_load(step), read="duckdb"), params)
+            tree = dialects.expand_segment(tree, keys)
+            tree = _rename(tree, relations)
+            self.ctes[cte] = _own_ctes_prefixed(tree, cte)
 
     def _with(self, body: exp.Select) -> exp.Select:
         for name, tree in self.ctes.items():
@@ -182,7 +193,8 @@ class _Builder:
         optional = self._optional(plan, params)
         # families whose labels are values first: a NULL label then takes their type (in
         # PostgreSQL a NULL that a CTE gives is text, which no UNION matches with a number)
-        order = sorted(plan.keep, key=lambda f: _null_column(plan.families[f].final, "label"))
+        order = sorted(plan.keep, key=lambda f: _null_column(_rows_of(plan.families[f].final),
+                                                             "label"))
         for family_name in order:
             family, wanted = plan.families[family_name], plan.keep[family_name]
             cte, keys = self._chain(family.steps(task), params, f"{family_name}_rows")
@@ -217,7 +229,7 @@ class _Builder:
                      cte: str, keys: list[str], params: dict[str, object],
                      optional: list[str]) -> exp.Select:
         used = _params_of(family, plan.task)
-        final = sqlglot.parse_one(_load(family.final), read="duckdb")
+        final = sqlglot.parse_one(_load(_rows_of(family.final)), read="duckdb")
         has = {p.alias_or_name for p in final.selects}
         row = exp.column
         def typed_null(name: str) -> exp.Expression:
@@ -238,7 +250,7 @@ class _Builder:
                             expressions=[exp.Literal.string(m) for m in having]),
                 true=dialects.literal(params[p]))], default=typed_null(p)) if having \
                 else typed_null(p)
-        label = exp.null() if _null_column(family.final, "label") else row("label")
+        label = exp.null() if _null_column(_rows_of(family.final), "label") else row("label")
         picks = []
         for metric, averages in wanted.items():
             for a in averages:
@@ -381,6 +393,11 @@ _METRIC_PARAMS = tuple(name for name, p in PARAMS.items() if p.column == "metric
 
 def _params_of(family: Any, task: Task) -> set[str]:
     return {p for s in family.steps(task) for p in STEPS[s].params}
+
+
+def _rows_of(final: str) -> str:
+    """The step whose rows are a final step's result: label_averages for an averaged one."""
+    return AVERAGING.name if STEPS[final].averaged else final
 
 
 def _null_column(step: str, name: str) -> bool:

@@ -1,11 +1,10 @@
--- decision_metrics: decision metrics of each label and their averages, from confusion counts.
+-- decision_metrics: decision metrics of each label and of the labels pooled, from confusion counts.
 -- Reads:  confusion_counts(segment, label, tp, fp, fn, tn)  (threshold_counts.sql or matrix_counts.sql)
 -- Params: $beta (of F-beta), $zero_division (the value of 0/0: 0, 1 or NULL)
--- Gives:  segment, metric, average, label, value
---   per label: average NULL. A label of the input that a segment lacks gets NULL values.
---   micro: from counts summed over labels; macro: mean over labels; weighted: mean weighted by
---   support; macro_std: population standard deviation over labels. Averages skip NULL values
---   (scikit-learn's zero_division=np.nan); weighted falls back to macro when no label has support.
+-- Gives:  segment, metric, average, label, value, support  (label_averages.sql adds the grid of
+--         labels and the macro, weighted and macro_std averages)
+--   per label: average NULL, support the label's true weight (tp + fn).
+--   micro: from counts summed over labels.
 --   hamming_loss: the share of wrong label decisions (micro), one row with average NULL.
 WITH params AS (
     SELECT CAST($beta AS DOUBLE) AS beta, CAST($zero_division AS DOUBLE) AS zero_division
@@ -21,17 +20,11 @@ fbeta_shares AS (
              ELSE 1 / (1 + beta * beta) END AS fp_share
     FROM params
 ),
-grid AS (
-    SELECT segments.segment, labels.label, c.tp, c.fp, c.fn, c.tn
-    FROM (SELECT DISTINCT segment FROM confusion_counts) AS segments
-    CROSS JOIN (SELECT DISTINCT label FROM confusion_counts) AS labels
-    LEFT JOIN confusion_counts AS c
-        ON c.segment IS NOT DISTINCT FROM segments.segment AND c.label = labels.label
-),
 counts AS (
     SELECT *, tp + fp + fn + tn AS total
     FROM (
-        SELECT segment, CAST(NULL AS VARCHAR) AS average, label, tp, fp, fn, tn FROM grid
+        SELECT segment, CAST(NULL AS VARCHAR) AS average, label, tp, fp, fn, tn
+        FROM confusion_counts
         UNION ALL
         SELECT segment, 'micro', NULL, sum(tp), sum(fp), sum(fn), sum(tn)
         FROM confusion_counts
@@ -42,7 +35,7 @@ scores AS (
     SELECT
         segment, average, label, tp, fp, fn, tn,
         tp + fn AS support,
-        tp + fn AS label_support,
+        tp + fn AS label_support,  -- kept by the UNPIVOT below
         (tp + tn) / nullif(total, 0) AS accuracy,
         CASE WHEN tp + fp = 0 THEN zero_division ELSE tp / (tp + fp) END AS precision,
         CASE WHEN tp + fn = 0 THEN zero_division ELSE tp / (tp + fn) END AS recall,
@@ -66,27 +59,8 @@ long AS (
     FROM scores UNPIVOT INCLUDE NULLS (
         value FOR metric IN (tp, fp, fn, tn, support, accuracy, precision, recall, f1, fbeta, specificity, jaccard, mcc)
     )
-),
-per_label AS (
-    -- supports as shares of the largest, so that a count times a support cannot overflow
-    -- and values as shares of the largest for their spread (a squared count under- or overflows)
-    SELECT *, label_support / nullif(max(label_support) OVER (PARTITION BY segment, metric), 0)
-               AS share,
-           max(abs(value)) OVER (PARTITION BY segment, metric) AS scale
-    FROM long WHERE average IS NULL
 )
-SELECT segment, metric, average, label, value FROM long
+SELECT segment, metric, average, label, value, label_support AS support FROM long
 UNION ALL
-SELECT segment, metric, 'macro', NULL, avg(value) FROM per_label GROUP BY segment, metric
-UNION ALL
-SELECT segment, metric, 'weighted', NULL,
-       coalesce(sum(value * share) / nullif(sum(share) FILTER (WHERE value IS NOT NULL), 0),
-                avg(value))
-FROM per_label GROUP BY segment, metric
-UNION ALL
-SELECT segment, metric, 'macro_std', NULL,
-       coalesce(stddev_pop(value / nullif(scale, 0)) * max(scale), stddev_pop(value))
-FROM per_label GROUP BY segment, metric
-UNION ALL
-SELECT segment, 'hamming_loss', NULL, NULL, (fp + fn) / nullif(tp + fp + fn + tn, 0)
+SELECT segment, 'hamming_loss', NULL, NULL, (fp + fn) / nullif(tp + fp + fn + tn, 0), NULL
 FROM counts WHERE average = 'micro'

@@ -1,9 +1,11 @@
 -- ranking_metrics: ROC AUC (with $max_fpr: partial, McClish-corrected), average precision and the
--- precision = recall break-even point of each label and their averages, from the exact curve.
+-- precision = recall break-even point of each label and of the labels pooled, from the exact
+-- curve.
 -- Reads:  curve_points(segment, label, threshold, tp, fp, fn, tn, pos, neg)  (ranked_points.sql)
 -- Params: $max_fpr (NULL or 1: the whole ROC curve); $micro (false: no pooled curve, whose
 --         sort costs more than all the per-label curves together)
--- Gives:  segment, metric, average, label, value
+-- Gives:  segment, metric, average, label, value, support  (label_averages.sql adds the grid of
+--         labels and the macro, weighted and macro_std averages)
 --   Each curve is walked by threshold, descending from the origin (+inf); P and N are the
 --   positive and negative weight of the label (tp and fp at the lowest threshold), and tied
 --   scores are one point, so every metric counts ties as scikit-learn does. Every term is local
@@ -23,11 +25,9 @@
 --     weight times the share of the block within the first P predicted (1 before the crossing
 --     block, 0 after it). Without ties and with unit weights this is the R-precision. NULL
 --     when P = 0.
---   micro: the same metrics on all labels pooled (scores of every label on one curve, as
---   scikit-learn's average='micro'); macro: mean over labels; weighted: mean weighted by P;
---   macro_std: population standard deviation over labels. Averages skip NULL labels (where
---   scikit-learn returns nan, or raises); weighted falls back to macro when no label has support.
---   A label of the input that a segment lacks gets NULL values.
+--   support: P. micro (with $micro, one row per segment): the same metrics on all labels
+--   pooled (scores of every label on one curve, as scikit-learn's average='micro'). The
+--   averages skip NULL labels (where scikit-learn returns nan, or raises).
 --   Binned mode (ranked_points with bins): scores within a bin are tied, so
 --   |AUC_binned - AUC| <= sum over bins b of pos_b * neg_b / (2 P N)  (pairs tied inside a bin
 --   count one half, instead of 0 or 1).
@@ -132,37 +132,19 @@ curve_values AS (
 segments AS (
     SELECT DISTINCT segment FROM curve_values
 ),
-grid AS (
-    SELECT s.segment, CAST(NULL AS VARCHAR) AS average, l.label, v.support, v.roc_auc,
-           v.average_precision, v.break_even
-    FROM segments AS s
-    CROSS JOIN (SELECT DISTINCT label FROM curve_values WHERE average IS NULL) AS l
-    LEFT JOIN curve_values AS v
-        ON v.segment IS NOT DISTINCT FROM s.segment AND v.average IS NULL AND v.label = l.label
+per_curve AS (
+    SELECT segment, average, label, support, roc_auc, average_precision, break_even
+    FROM curve_values
+    WHERE average IS NULL
     UNION ALL
     SELECT s.segment, 'micro', NULL, v.support, v.roc_auc, v.average_precision, v.break_even
     FROM segments AS s
     LEFT JOIN curve_values AS v
         ON v.segment IS NOT DISTINCT FROM s.segment AND v.average = 'micro'
     WHERE $micro
-),
-long AS (
-    SELECT segment, 'roc_auc' AS metric, average, label, support, roc_auc AS value FROM grid
-    UNION ALL
-    SELECT segment, 'average_precision', average, label, support, average_precision FROM grid
-    UNION ALL
-    SELECT segment, 'break_even', average, label, support, break_even FROM grid
-),
-per_label AS (
-    SELECT * FROM long WHERE average IS NULL
 )
-SELECT segment, metric, average, label, value FROM long
+SELECT segment, 'roc_auc' AS metric, average, label, roc_auc AS value, support FROM per_curve
 UNION ALL
-SELECT segment, metric, 'macro', NULL, avg(value) FROM per_label GROUP BY segment, metric
+SELECT segment, 'average_precision', average, label, average_precision, support FROM per_curve
 UNION ALL
-SELECT segment, metric, 'weighted', NULL,
-       coalesce(sum(value * support) / nullif(sum(support) FILTER (WHERE value IS NOT NULL), 0),
-                avg(value))
-FROM per_label GROUP BY segment, metric
-UNION ALL
-SELECT segment, metric, 'macro_std', NULL, stddev_pop(value) FROM per_label GROUP BY segment, metric
+SELECT segment, 'break_even', average, label, break_even, support FROM per_curve

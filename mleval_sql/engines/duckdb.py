@@ -26,7 +26,7 @@ from mleval_sql.engines.base import BaseEngine, Canonical, canonical_columns
 from mleval_sql.lakes import Lake
 from mleval_sql.lakes.stores import store_error
 from mleval_sql.progress import stage
-from mleval_sql.registry import STEPS
+from mleval_sql.registry import AVERAGING, RELATIONS, STEPS
 from mleval_sql.schema import Columns, InputError
 from mleval_sql.sources import ArrowDataset, Csv, DuckDBRelation, InMemory, Parquet, Source
 
@@ -152,7 +152,7 @@ class DuckDBEngine(BaseEngine):
                 step = STEPS[name]
                 line.describe(f"{'metrics' if step.gives is None else 'statistics'}: {name}")
                 if step.gives is None:
-                    out[name] = self._fetch(name, params, keep.get(name))
+                    out[name] = self._final(name, params, keep.get(name))
                 else:
                     sql = self._sql(name)
                     self._create("TABLE", step.gives, sql, params=self._bind(sql, params),
@@ -224,21 +224,42 @@ class DuckDBEngine(BaseEngine):
         return self.prefix + relation
 
     def _sql(self, step: str) -> str:
-        names = {rel: self._name(rel) for rel in ("predictions", "input", *_STAT_TABLES)}
+        names = {rel: self._name(rel) for rel in ("input", *RELATIONS)}
         return queries.rename_relations(queries.load(step), names)
 
     @staticmethod
     def _bind(sql: str, params: dict[str, object]) -> dict[str, object]:
         return {p: params[p] for p in queries.parameters(sql)}
 
-    def _fetch(self, step: str, params: dict[str, object],
-               keep: tuple[Sequence[str], Sequence[str]] | None = None) -> pl.DataFrame:
+    def _final(self, step: str, params: dict[str, object],
+               keep: tuple[Sequence[str], Sequence[str]] | None) -> pl.DataFrame:
+        """The rows of a final step; an averaged one's per-label rows (those of the metrics
+        kept, and the kept averages it gives itself) become a table that label_averages reads."""
+        if not STEPS[step].averaged:
+            return self._fetch(step, params, keep)
+        sql, bound = self._kept(step, params, keep, averaged_later=True)
+        self._create("TABLE", AVERAGING.reads[0], sql, params=bound, replace=True)
+        return self._fetch(AVERAGING.name, params, keep)
+
+    def _kept(self, step: str, params: dict[str, object],
+              keep: tuple[Sequence[str], Sequence[str]] | None, *,
+              averaged_later: bool = False) -> tuple[str, dict[str, object]]:
+        """The step's SQL and parameters, keeping only the rows asked for (``keep``), and with
+        ``averaged_later`` every row without an average (those are averaged later)."""
         sql = self._sql(step)
         bound = self._bind(sql, params)
         if keep is not None:
+            average = ("average IS NULL OR list_contains($mleval_averages, average)"
+                       if averaged_later else
+                       "list_contains($mleval_averages, coalesce(average, 'none'))")
             sql = (f"SELECT * FROM ({sql}) AS step_rows WHERE list_contains($mleval_metrics, "
-                   "metric) AND list_contains($mleval_averages, coalesce(average, 'none'))")
+                   f"metric) AND ({average})")
             bound.update(mleval_metrics=list(keep[0]), mleval_averages=list(keep[1]))
+        return sql, bound
+
+    def _fetch(self, step: str, params: dict[str, object],
+               keep: tuple[Sequence[str], Sequence[str]] | None = None) -> pl.DataFrame:
+        sql, bound = self._kept(step, params, keep)
         return self.con.sql(sql, params=bound).pl()
 
     def _create(self, kind: str, relation: str, sql: str, *,
@@ -248,9 +269,6 @@ class DuckDBEngine(BaseEngine):
         self.con.execute(f"{verb} TEMP {kind} {name} AS {sql}", params or {})
         if (kind, self._name(relation)) not in self.created:
             self.created.append((kind, self._name(relation)))
-
-
-_STAT_TABLES = tuple(sorted({s.gives for s in STEPS.values() if s.gives}))
 
 
 # -- readers: each source type as a DuckDB relation ------------------------------------------

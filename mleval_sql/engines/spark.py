@@ -41,7 +41,7 @@ from sqlglot import exp
 from mleval_sql import dialects
 from mleval_sql.engines.sql import Database, DatabaseTable, SQLEngine, _plain_numbers
 from mleval_sql.lakes import Lake
-from mleval_sql.registry import STEPS
+from mleval_sql.registry import RELATIONS
 from mleval_sql.schema import Columns, InputError
 from mleval_sql.sources import Parquet, as_source
 
@@ -259,7 +259,7 @@ class SparkEngine(SQLEngine):
     def _tree(self, step: str, params: dict[str, object], keys: Sequence[str]) -> exp.Select:
         """The step for Spark (dialects.py), reading this run's relations."""
         tree = dialects.step_tree(step, self.dialect, params, keys)
-        names = {rel: self.prefix + rel for rel in ("predictions", *_STAT_TABLES)}
+        names = {rel: self.prefix + rel for rel in RELATIONS}
         return exp.replace_tables(tree, names)
 
     def _frame(self, step: str, tree: exp.Select) -> Any:
@@ -337,9 +337,6 @@ def _drop_unused_ctes(tree: exp.Select) -> exp.Select:
     if with_ is not None and not with_.expressions:
         tree.set("with_", None)
     return tree
-
-
-_STAT_TABLES = tuple(sorted({s.gives for s in STEPS.values() if s.gives}))
 
 
 def _with_ctes(tree: exp.Expression, names: Sequence[str], body: exp.Expression) -> exp.Select:

@@ -26,7 +26,7 @@ from sqlglot import exp
 
 from mleval_sql import dialects
 from mleval_sql.engines import Keep
-from mleval_sql.registry import STEPS
+from mleval_sql.registry import AVERAGING, RELATIONS, STEPS
 from mleval_sql.schema import Columns, InputError
 
 
@@ -216,7 +216,10 @@ class SQLEngine:
             step = STEPS[name]
             reads = keys[step.reads[0]]
             if step.gives is None:
-                out[name] = self._final(name, params, reads)
+                if step.averaged:  # its per-label rows, then the grid of labels and averages
+                    self._statistic(name, AVERAGING.reads[0], params, reads)
+                out[name] = self._final(AVERAGING.name if step.averaged else name, params,
+                                        reads)
             else:
                 self._statistic(name, step.gives, params, reads)
                 keys[step.gives] = dialects.grown_keys(name, reads)
@@ -245,7 +248,7 @@ class SQLEngine:
 
     def _sql(self, step: str, params: dict[str, object], keys: Sequence[str]) -> str:
         tree = dialects.step_tree(step, self.dialect, params, keys)
-        names = {rel: self.prefix + rel for rel in ("predictions", *_STAT_TABLES)}
+        names = {rel: self.prefix + rel for rel in RELATIONS}
         if self.db.spark:
             tree = self._ctes_apart(step, tree, names)
         return dialects.render(_renamed(tree, names), self.dialect, pretty=False, what=step)
@@ -334,9 +337,6 @@ def _renamed(tree: exp.Expression, names: dict[str, str]) -> exp.Expression:
             return renamed
         return node
     return tree.transform(rename)
-
-
-_STAT_TABLES = tuple(sorted({s.gives for s in STEPS.values() if s.gives}))
 
 
 def canonical(table: exp.Expression, columns: Columns, weight: str | None, by: Sequence[str],

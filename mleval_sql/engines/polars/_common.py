@@ -45,31 +45,6 @@ def nan_average(value: pl.Expr, weights: pl.Expr) -> pl.Expr:
     return pl.when(kept == 0).then(value.mean()).otherwise((value * shares).sum() / kept)
 
 
-def label_averages(per_label: pl.LazyFrame, support: str) -> pl.LazyFrame:
-    """The macro, weighted (by the ``support`` column) and macro_std rows of each (segment,
-    metric) from per-label rows ``segment, metric, value, <support>``, skipping null values.
-
-    >>> rows = pl.LazyFrame({"segment": [0, 0], "metric": ["f1", "f1"], "value": [0.5, None],
-    ...                      "n": [1.0, 3.0]})
-    >>> label_averages(rows, "n").collect()["value"].to_list()  # macro, weighted, macro_std
-    [0.5, 0.5, 0.0]
-    """
-    value = pl.col("value")
-    return (per_label.group_by("segment", "metric")
-            .agg(macro=value.mean(), weighted=nan_average(value, pl.col(support)),
-                 macro_std=_spread(value))
-            .unpivot(on=["macro", "weighted", "macro_std"], index=["segment", "metric"],
-                     variable_name="average", value_name="value"))
-
-
-def _spread(value: pl.Expr) -> pl.Expr:
-    """Population standard deviation, of the values as shares of the largest (squared counts
-    of weights of 1e300 would overflow)."""
-    scale = value.abs().max()
-    return pl.when(scale > 0).then((value / scale).std(ddof=0) * scale).otherwise(
-        value.std(ddof=0))
-
-
 def rate_scores(tp: pl.Expr, fp: pl.Expr, fn: pl.Expr, beta: float,
                 zero_division: float | None) -> dict[str, pl.Expr]:
     """precision, recall, f1, fbeta and jaccard from counts, as scikit-learn defines them.

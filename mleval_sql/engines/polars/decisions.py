@@ -9,13 +9,12 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from mleval_sql.engines.polars._common import label_averages, rate_scores, ratio, truth, weight
-from mleval_sql.registry import DECISIONS, LABEL_AVERAGES, METRICS, metrics_of
+from mleval_sql.engines.polars._common import rate_scores, ratio, truth, weight
+from mleval_sql.registry import DECISIONS, METRICS, metrics_of
 
 __all__ = ["decision_metrics", "threshold_counts"]
 
 LABEL_METRICS = tuple(m for m in metrics_of(DECISIONS) if METRICS[m].per_label)
-AVERAGED = {"macro", "weighted", "macro_std"}  # the averages label_averages gives
 
 
 def threshold_counts(predictions: pl.LazyFrame, *, threshold: float) -> pl.LazyFrame:
@@ -32,21 +31,17 @@ def threshold_counts(predictions: pl.LazyFrame, *, threshold: float) -> pl.LazyF
 def decision_metrics(confusion_counts: pl.LazyFrame, *, beta: float,
                      zero_division: float | None,
                      keep: tuple[Sequence[str], Sequence[str]] | None = None) -> pl.LazyFrame:
-    """Per-label metrics (average null) and their micro/macro/weighted/macro_std averages.
+    """Per-label metrics (average null, support the label's true weight) and micro ones, from
+    counts summed over labels; hamming_loss one row per segment. label_averages adds the rest.
 
     ``keep``: only these metrics and averages ("none": per label), so that the work per
     segment is that of the rows asked for (the SQL gets the same rows by a filter).
     """
     metrics = [m for m in (*LABEL_METRICS, "hamming_loss") if keep is None or m in keep[0]]
-    averages = set(keep[1]) if keep is not None else {"none", *LABEL_AVERAGES}
     per_label = [m for m in metrics if m in LABEL_METRICS]
-    segments = confusion_counts.select("segment").unique()
-    labels = confusion_counts.select("label").unique()
-    grid = segments.join(labels, how="cross").join(
-        confusion_counts, on=["segment", "label"], how="left", nulls_equal=True)
     micro = confusion_counts.group_by("segment").agg(pl.col("tp", "fp", "fn", "tn").sum())
-    parts = [grid.with_columns(average=pl.lit(None, dtype=pl.String))]
-    if "micro" in averages or "hamming_loss" in metrics:
+    parts = [confusion_counts.with_columns(average=pl.lit(None, dtype=pl.String))]
+    if keep is None or "micro" in keep[1] or "hamming_loss" in metrics:
         parts.append(micro.with_columns(average=pl.lit("micro")))
     counts = pl.concat(parts, how="diagonal")
 
@@ -68,13 +63,12 @@ def decision_metrics(confusion_counts: pl.LazyFrame, *, beta: float,
     )
     long = scores.unpivot(on=per_label, index=["segment", "average", "label", "label_support"],
                           variable_name="metric", value_name="value")
-    out = [long.drop("label_support")] if per_label else []
-    if per_label and averages & AVERAGED:
-        out.append(label_averages(long.filter(pl.col("average").is_null()), "label_support"))
+    out = [long.rename({"label_support": "support"})] if per_label else []
     if "hamming_loss" in metrics:
         out.append(counts.filter(pl.col("average") == "micro").select(
             "segment", "label", metric=pl.lit("hamming_loss"),  # label: null, of its type
             average=pl.lit(None, dtype=pl.String),
-            value=(fp + fn) / pl.when(tp + fp + fn + tn != 0).then(tp + fp + fn + tn)))
+            value=(fp + fn) / pl.when(tp + fp + fn + tn != 0).then(tp + fp + fn + tn),
+            support=pl.lit(None, dtype=pl.Float64)))
     return pl.concat(out, how="diagonal").select(
-        "segment", "metric", "average", "label", "value")
+        "segment", "metric", "average", "label", "value", "support")

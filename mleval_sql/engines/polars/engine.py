@@ -13,7 +13,7 @@ from mleval_sql.engines import Keep
 from mleval_sql.engines import polars as plans
 from mleval_sql.engines.base import BaseEngine, Canonical, canonical_columns
 from mleval_sql.progress import stage
-from mleval_sql.registry import STEPS
+from mleval_sql.registry import AVERAGING, STEPS
 from mleval_sql.schema import Columns
 from mleval_sql.sources import Source
 
@@ -83,6 +83,9 @@ class PolarsEngine(BaseEngine):
             if name in keep and "keep" in inspect.signature(build).parameters:
                 options["keep"] = keep[name]  # a plan that can skip the rows not asked for
             plan = build(*(relations[r] for r in step.reads), **options)
+            if step.averaged:  # its per-label rows: the grid of labels and the averages
+                plan = getattr(plans, AVERAGING.name)(
+                    plan, **({"keep": keep[name]} if name in keep else {}))
             if step.gives is None:
                 finals[name] = plan if name not in keep else plan.filter(
                     pl.col("metric").is_in(keep[name][0]),

@@ -11,7 +11,7 @@ import sys
 
 import polars as pl
 
-from mleval_sql.engines.polars._common import label_averages, truth, weight
+from mleval_sql.engines.polars._common import truth, weight
 
 __all__ = [
     "calibration_bins",
@@ -44,7 +44,8 @@ def probability_sums(predictions: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def probability_metrics(probability_sums: pl.LazyFrame) -> pl.LazyFrame:
-    """log_loss and brier_score per label (average null) and micro/macro/weighted/macro_std."""
+    """log_loss and brier_score per label (average null, support the positive weight) and of
+    the labels pooled (micro); label_averages adds the rest."""
     sums = ("weight", "pos", "loss_true", "loss_false", "squared_error")
     micro = probability_sums.group_by("segment").agg(pl.col(*sums).sum())
     w = pl.col("weight")
@@ -52,7 +53,7 @@ def probability_metrics(probability_sums: pl.LazyFrame) -> pl.LazyFrame:
         "log_loss": _per(pl.col("loss_true") + pl.col("loss_false"), w),
         "brier_score": _per(pl.col("squared_error"), w),
     }
-    return _label_averages(_grid(probability_sums), micro, scores)
+    return _with_micro(probability_sums, micro, scores)
 
 
 def multiclass_probability_metrics(probability_sums: pl.LazyFrame) -> pl.LazyFrame:
@@ -90,15 +91,17 @@ def calibration_bins(predictions: pl.LazyFrame, *, n_bins: int) -> pl.LazyFrame:
 
 
 def calibration_metrics(calibration_bins: pl.LazyFrame) -> pl.LazyFrame:
-    """calibration_error (ECE) per label (average null) and micro/macro/weighted/macro_std."""
+    """calibration_error (ECE) per label (average null, support the positive weight) and of
+    the labels pooled (micro); label_averages adds the rest."""
     gap = (pl.col("pos") - pl.col("score_sum")).abs().sum()
     labelled = calibration_bins.group_by(*_KEYS).agg(weight=pl.col("weight").sum(),
                                                     pos=pl.col("pos").sum(), gap=gap)
     micro = (calibration_bins.group_by("segment", "bin")
              .agg(pl.col("weight", "pos", "score_sum").sum())
-             .group_by("segment").agg(weight=pl.col("weight").sum(), gap=gap))
+             .group_by("segment").agg(weight=pl.col("weight").sum(), pos=pl.col("pos").sum(),
+                                      gap=gap))
     scores = {"calibration_error": _per(pl.col("gap"), pl.col("weight"))}
-    return _label_averages(_grid(labelled), micro, scores)
+    return _with_micro(labelled, micro, scores)
 
 
 def reliability_table(calibration_bins: pl.LazyFrame) -> pl.LazyFrame:
@@ -119,26 +122,13 @@ def _per(total: pl.Expr, weights: pl.Expr) -> pl.Expr:
     return pl.when(weights != 0).then(total / weights)
 
 
-def _grid(per_label: pl.LazyFrame) -> pl.LazyFrame:
-    """Every (segment, label) of the input, null where a segment lacks the label."""
-    segments = per_label.select("segment").unique()
-    labels = per_label.select("label").unique()
-    return segments.join(labels, how="cross").join(per_label, on=list(_KEYS), how="left",
-                                                   nulls_equal=True)
-
-
-def _label_averages(grid: pl.LazyFrame, micro: pl.LazyFrame,
-                    scores: dict[str, pl.Expr]) -> pl.LazyFrame:
-    """Tidy rows: per label (support = positive weight), micro from ``micro``'s pooled sums,
-    and macro / weighted / macro_std over the non-null per-label values."""
-    names = list(scores)
-    long = (grid.select("segment", "label", label_support="pos", **scores)
-            .unpivot(on=names, index=["segment", "label", "label_support"],
-                     variable_name="metric", value_name="value"))
-    averaged = label_averages(long, "label_support")
-    pooled = (micro.select("segment", **scores)
-              .unpivot(on=names, index="segment", variable_name="metric", value_name="value")
-              .with_columns(average=pl.lit("micro")))
-    per_label = long.drop("label_support").with_columns(average=pl.lit(None, dtype=pl.String))
-    return pl.concat([per_label, pooled, averaged], how="diagonal").select(
-        "segment", "metric", "average", "label", "value")
+def _with_micro(per_label: pl.LazyFrame, micro: pl.LazyFrame,
+                scores: dict[str, pl.Expr]) -> pl.LazyFrame:
+    """Tidy rows of ``scores``: per label (support = positive weight), and micro from
+    ``micro``'s sums pooled over labels."""
+    rows = pl.concat([per_label.with_columns(average=pl.lit(None, dtype=pl.String)),
+                      micro.with_columns(average=pl.lit("micro"))], how="diagonal")
+    return (rows.select("segment", "average", "label", support="pos", **scores)
+            .unpivot(on=list(scores), index=["segment", "average", "label", "support"],
+                     variable_name="metric", value_name="value")
+            .select("segment", "metric", "average", "label", "value", "support"))

@@ -11,12 +11,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from mleval_sql.engines.polars._common import (
-    label_averages,
-    nan_average,
-    truth,
-    weight,
-)
+from mleval_sql.engines.polars._common import nan_average, truth, weight
 from mleval_sql.registry import RANKING, metrics_of
 
 __all__ = ["curve_counts", "curve_rates", "ovo_metrics", "pair_counts", "ranked_points",
@@ -191,26 +186,21 @@ def _curve_values(points: pl.LazyFrame, keys: list[str], max_fpr: float | None) 
 
 def ranking_metrics(curve_points: pl.LazyFrame, *, max_fpr: float | None, micro: bool,
                     keep: tuple[Sequence[str], Sequence[str]] | None = None) -> pl.LazyFrame:
-    """roc_auc, average_precision and break_even per label, averaged and, if ``micro``, on
-    the pooled curve (whose sort costs more than all per-label curves together); ``keep``: only
-    these metrics and averages ("none": per label)."""
+    """roc_auc, average_precision and break_even per label (support: P) and, if ``micro``, on
+    the pooled curve (whose sort costs more than all per-label curves together), one micro row
+    per segment; label_averages adds the rest. ``keep``: only these metrics."""
     labels = _curve_values(_label_points(curve_points), list(_KEYS), max_fpr)
-    segments = labels.select("segment").unique()
-    grid = (segments.join(labels.select("label").unique(), how="cross")
-            .join(labels, on=["segment", "label"], how="left", nulls_equal=True)
-            .with_columns(average=pl.lit(None, dtype=pl.String)))
+    curves = labels.with_columns(average=pl.lit(None, dtype=pl.String))
     if micro:
         pooled = _curve_values(_micro_points(curve_points), ["segment"], max_fpr)
-        grid = pl.concat([grid, segments.join(pooled, on="segment", how="left", nulls_equal=True)
-                          .with_columns(average=pl.lit("micro"))], how="diagonal")
+        segments = labels.select("segment").unique()
+        curves = pl.concat([curves, segments.join(pooled, on="segment", how="left",
+                                                  nulls_equal=True)
+                            .with_columns(average=pl.lit("micro"))], how="diagonal")
     metrics = [m for m in RANKING_METRICS if keep is None or m in keep[0]]
-    long = grid.unpivot(on=metrics, index=["segment", "average", "label", "support"],
-                        variable_name="metric", value_name="value")
-    out = [long.drop("support")]
-    if keep is None or {"macro", "weighted", "macro_std"} & set(keep[1]):
-        out.append(label_averages(long.filter(pl.col("average").is_null()), "support"))
-    return pl.concat(out, how="diagonal").select(
-        "segment", "metric", "average", "label", "value")
+    return curves.unpivot(on=metrics, index=["segment", "average", "label", "support"],
+                          variable_name="metric", value_name="value").select(
+        "segment", "metric", "average", "label", "value", "support")
 
 
 # -- curves (queries/curve_rates.sql) -------------------------------------------------------------
