@@ -13,7 +13,15 @@ from mleval_sql import queries
 from mleval_sql.engines import make_engine
 from mleval_sql.engines import polars as plans
 from mleval_sql.params import checked
-from mleval_sql.registry import DECISIONS, FAMILIES, METRICS, SAMPLES, STEPS, SWEEP
+from mleval_sql.registry import (
+    DECISIONS,
+    FAMILIES,
+    METRICS,
+    SAMPLES,
+    STEPS,
+    SWEEP,
+    metrics_of,
+)
 from mleval_sql.schema import Columns
 from mleval_sql.sources import as_source
 from tests.data import make_predictions
@@ -111,6 +119,10 @@ def test_a_family_gives_exactly_the_metrics_the_registry_names(family, task, eng
               or (family is SAMPLES and metric.samples_average)}
     assert wanted <= given, f"named in the registry, not given: {sorted(wanted - given)}"
     assert given <= set(METRICS), f"given, not in the registry: {sorted(given - set(METRICS))}"
+    # and each under its own family (for some task): a name the registry files elsewhere fails
+    own_names = set(metrics_of(own)) | ({m for m, metric in METRICS.items()
+                                         if metric.samples_average} if family is SAMPLES else set())
+    assert given <= own_names, f"given, not of {own.name}: {sorted(given - own_names)}"
 
 
 def test_the_polars_package_exports_exactly_the_steps():
