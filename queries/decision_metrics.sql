@@ -35,7 +35,7 @@ scores AS (
     SELECT
         segment, average, label, tp, fp, fn, tn,
         tp + fn AS support,
-        tp + fn AS label_support,  -- kept by the UNPIVOT below
+        tp + fn AS label_support,  -- the support of the rows, not unpivoted below
         (tp + tn) / nullif(total, 0) AS accuracy,
         CASE WHEN tp + fp = 0 THEN zero_division ELSE tp / (tp + fp) END AS precision,
         CASE WHEN tp + fn = 0 THEN zero_division ELSE tp / (tp + fn) END AS recall,

@@ -244,8 +244,9 @@ class DuckDBEngine(BaseEngine):
     def _kept(self, step: str, params: dict[str, object],
               keep: tuple[Sequence[str], Sequence[str]] | None, *,
               averaged_later: bool = False) -> tuple[str, dict[str, object]]:
-        """The step's SQL and parameters, keeping only the rows asked for (``keep``), and with
-        ``averaged_later`` every row without an average (those are averaged later)."""
+        """The step's SQL and parameters, keeping only the rows asked for (``keep``); with
+        ``averaged_later``, also every row without an average, whichever averages are asked
+        (label_averages averages them)."""
         sql = self._sql(step)
         bound = self._bind(sql, params)
         if keep is not None:
