@@ -30,8 +30,16 @@ value_checks AS (
         min(score) AS min_score,
         max(score) AS max_score,
         count(*) FILTER (WHERE weight IS NULL OR weight < 0 OR isnan(weight) OR isinf(weight))
-            AS bad_weight,
-        -- the smallest (sample, label) row with each problem, one column per field
+            AS bad_weight
+    FROM predictions
+    GROUP BY segment
+),
+value_examples AS (
+    -- the smallest (sample, label) row with each problem, one column per field, from the rows
+    -- with a bad value only (almost always none): kept apart from the counts, whose scan would
+    -- otherwise build a (sample, label) key for every row
+    SELECT
+        segment,
         min(sample) FILTER (WHERE score IS NULL) AS example_null_score_sample,
         arg_min(label, (sample, label)) FILTER (WHERE score IS NULL) AS example_null_score_label,
         min(sample) FILTER (WHERE isnan(score) OR isinf(score)) AS example_nan_score_sample,
@@ -49,6 +57,7 @@ value_checks AS (
         max(CAST(truth AS DOUBLE)) FILTER (WHERE CAST(truth AS DOUBLE) NOT IN (0, 1))
             AS max_bad_truth
     FROM predictions
+    WHERE score IS NULL OR isnan(score) OR isinf(score) OR CAST(truth AS DOUBLE) NOT IN (0, 1)
     GROUP BY segment
 ),
 per_word AS (
@@ -107,11 +116,12 @@ SELECT
     s.segment, s.n_rows, s.n_samples, s.n_labels, s.null_sample,
     v.null_label, v.null_score, v.nan_score, v.null_truth, v.bad_truth, v.nan_truth,
     v.min_score, v.max_score, v.bad_weight,
-    v.example_null_score_sample, v.example_null_score_label,
-    v.example_nan_score_sample, v.example_nan_score_label, v.example_nan_score_value,
-    v.example_bad_truth_sample, v.example_bad_truth_label, v.example_bad_truth_value,
-    v.min_bad_truth, v.max_bad_truth,
+    e.example_null_score_sample, e.example_null_score_label,
+    e.example_nan_score_sample, e.example_nan_score_label, e.example_nan_score_value,
+    e.example_bad_truth_sample, e.example_bad_truth_label, e.example_bad_truth_value,
+    e.min_bad_truth, e.max_bad_truth,
     s.min_rows, s.max_rows, s.dup_rows, s.min_true, s.max_true, s.uneven_weight,
     s.example_dup, s.example_short, s.example_not_one_true, s.example_weight
 FROM sample_checks AS s
 JOIN value_checks AS v ON s.segment IS NOT DISTINCT FROM v.segment
+LEFT JOIN value_examples AS e ON s.segment IS NOT DISTINCT FROM e.segment

@@ -31,12 +31,17 @@ def validate_summary(predictions: pl.LazyFrame) -> pl.LazyFrame:
         min_score=pl.col("score").min(),
         max_score=pl.col("score").max(),
         bad_weight=(_weight.is_null() | (_weight < 0) | ~_weight.is_finite()).sum(),
+    )
+    # the examples from the rows with a bad value only (almost always none): building the
+    # (sample, label) structs of every row to keep the smallest costs more than all the counts
+    examples = predictions.filter(null_score | nan_score | bad_truth).group_by("segment").agg(
         **_first_row("null_score", null_score),
         **_first_row("nan_score", nan_score, pl.col("score")),
         **_first_row("bad_truth", bad_truth, _truth),
         min_bad_truth=_truth.filter(bad_truth).min(),
         max_bad_truth=_truth.filter(bad_truth).max(),
     )
+    value_checks = value_checks.join(examples, on="segment", how="left", nulls_equal=True)
     labelled, bit = _label_bits(predictions, segment_labels)
     per_word = labelled.group_by("segment", "sample", (bit // 64).alias("word")).agg(
         n_rows=pl.len(),
