@@ -6,6 +6,8 @@
 --   precision, recall, f1, fbeta, jaccard with average 'samples': the weighted mean of the
 --   per-sample values, skipping NULLs (0/0 with zero_division NULL). As in scikit-learn, the
 --   counts of a sample are scaled by its weight, so a zero-weight sample's values are 0/0.
+--   Every value here is a mean weighted by the samples' weights: NULL in a segment whose
+--   weights are all 0 (scikit-learn refuses such weights).
 --   subset_accuracy: share of samples whose every label is decided right (exact match).
 --   adjusted_accuracy: share of samples whose top-scored label is true.
 WITH params AS (
@@ -54,7 +56,6 @@ SELECT
     CASE WHEN metric IN ('subset_accuracy', 'adjusted_accuracy') THEN NULL ELSE 'samples' END
         AS average,
     NULL AS label,
-    coalesce(sum(value * weight) / nullif(sum(weight) FILTER (WHERE value IS NOT NULL), 0),
-             avg(value)) AS value
+    sum(value * weight) / nullif(sum(weight) FILTER (WHERE value IS NOT NULL), 0) AS value
 FROM long
 GROUP BY segment, metric

@@ -1,6 +1,7 @@
 """Random long-format predictions built to hit the hard cases: heavy ties (scores on a 0.1 grid,
 many exactly at the 0.5 threshold), weights with zeros, several segments, a one-class segment, a
-one-sample segment, a segment that lacks a label, string or integer ids and labels."""
+one-sample segment, a segment that lacks a label, string or integer ids and labels, and (when
+asked) a segment whose weights are all 0."""
 
 from __future__ import annotations
 
@@ -16,19 +17,23 @@ SEGMENTS = ("north", "south", "one_class", "single")
 
 def make_predictions(task: Task, seed: int, *, n_samples: int = 90, n_labels: int = 4,
                      weighted: bool = True, int_ids: bool = False,
-                     complete: bool = False) -> pl.DataFrame:
+                     complete: bool = False, weightless: bool = False) -> pl.DataFrame:
     """Long rows ``sample, label, score, truth, [weight,] region, model``.
 
     Segment (``region``) "south" lacks the last label entirely (unless ``complete``, for
     evaluation without segments); "one_class" has only negatives (multiclass: only the first
-    class true; regression: a constant truth); "single" holds one sample. Regression: each
-    label is one output, truth and prediction on a 0.1 grid, some truths exactly 0.
+    class true; regression: a constant truth); "single" holds one sample; with ``weightless``
+    (and ``weighted``), "weightless" holds the last three samples, each of weight 0.
+    Regression: each label is one output, truth and prediction on a 0.1 grid, some truths
+    exactly 0.
     """
     rng = np.random.default_rng(seed)
     n_labels = {"binary": 1, "regression": 2}.get(task, n_labels)
     labels = list(range(n_labels)) if int_ids else [f"lab{j}" for j in range(n_labels)]
-    regions = rng.choice(SEGMENTS[:3], size=n_samples)
+    regions = rng.choice(SEGMENTS[:3], size=n_samples).astype(object)
     regions[0] = "single"
+    if weightless and weighted:
+        regions[-3:] = "weightless"
     rows = []
     for i in range(n_samples):
         region = str(regions[i])
@@ -48,6 +53,8 @@ def make_predictions(task: Task, seed: int, *, n_samples: int = 90, n_labels: in
             if region == "one_class":
                 true[:] = False
         weight = 1.0 if i < 4 else float(rng.choice([0.0, 0.5, 1.0, 2.5]))
+        if region == "weightless":
+            weight = 0.0
         model = str(rng.choice(["m1", "m2"]))
         sample = i if int_ids else f"s{i:03d}"
         rows += [(sample, label, float(s), float(t) if task == "regression" else bool(t),

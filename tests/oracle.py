@@ -152,13 +152,17 @@ def _columns(seg: Segment, task: str) -> tuple[np.ndarray, np.ndarray]:
     return seg.truth, seg.decided
 
 
-def _nan_average(values: list[float | None], weights: list[float]) -> float | None:
+def _nan_average(values: list[float | None], weights: list[float], *,
+                 unweighted_if_no_weight: bool = True) -> float | None:
+    """The weighted mean of the values that are not None; when their weights sum to 0, the
+    plain mean (an average over labels: scikit-learn's weighted falls back to macro) or None
+    (an average over samples: no weight, no average)."""
     kept = [(v, w) for v, w in zip(values, weights, strict=True) if v is not None]
     if not kept:
         return None
     total = sum(w for _, w in kept)
     if total == 0:
-        return float(np.mean([v for v, _ in kept]))
+        return float(np.mean([v for v, _ in kept])) if unweighted_if_no_weight else None
     return sum(v * w for v, w in kept) / total
 
 
@@ -197,7 +201,9 @@ def averaged_rows(seg: Segment, per_label: list[float | None], supports: list[fl
 
 def _micro(seg: Segment, task: str, metric: str, truth: np.ndarray,
            decided: np.ndarray) -> float | None:
-    if task == "multiclass" and metric in SKLEARN_AVERAGED:
+    if task == "multiclass" and metric in SKLEARN_AVERAGED and seg.weight.any():
+        # (scikit-learn refuses all-0 weights; the pooled counts below are then all 0, and
+        # their ratios 0/0 take zero_division as a label's do)
         return _sklearn_average(seg, task, metric, "micro")
     if metric in ("tp", "fp", "fn", "tn", "support"):
         return sum(LABELWISE[metric](seg, truth[:, j], decided[:, j])
@@ -251,7 +257,8 @@ def _samples(seg: Segment, metric: str) -> Rows:
         # scikit-learn 1.9's jaccard_score does not skip nan samples; every average here does
         values = [_ratio(w * (t & p).sum(), w * (t | p).sum(), None)
                   for t, p, w in zip(seg.truth, seg.decided, seg.weight, strict=True)]
-        return [("samples", None, None, _nan_average(values, list(seg.weight)))]
+        return [("samples", None, None, _nan_average(values, list(seg.weight),
+                                                     unweighted_if_no_weight=False))]
     return [("samples", None, None, _quiet(fn, seg.truth, seg.decided, average="samples",
                                             sample_weight=seg.weight, zero_division=seg.zd,
                                             **extra))]

@@ -2,7 +2,8 @@
 
 The metric list comes from the registry, so a new metric is tested as soon as it is named; one
 test body covers all of them, on random data with ties, weights (zeros included), several
-segments, a one-class segment, a one-sample segment and a label missing from a segment.
+segments, a one-class segment, a one-sample segment, a segment whose weights are all 0 and a
+label missing from a segment.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ class Case:
 
     def frame(self):
         return make_predictions(self.task, self.seed, weighted=self.weighted,
-                                int_ids=self.int_ids, complete=not self.by)
+                                int_ids=self.int_ids, complete=not self.by,
+                                weightless=bool(self.by))
 
     def __str__(self) -> str:
         return f"{self.task}-{self.seed}"
