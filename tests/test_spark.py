@@ -127,3 +127,34 @@ def test_a_binned_sweep_equals_duckdb(spark):
     assert_same_rows(got.with_columns(pl.col("threshold").cast(pl.String)),
                      want.with_columns(pl.col("threshold").cast(pl.String)),
                      ["region", "threshold"])
+
+
+def test_settings_for_the_request_and_the_users_back_after(spark, monkeypatch):
+    """On a local master without a shuffle partition count of the user's, a request runs with
+    two partitions per core (not Spark's 200) and ANSI mode off; both settings are as they
+    were once it is done, and a count the user set is left alone."""
+    partitions, ansi = "spark.sql.shuffle.partitions", "spark.sql.ansi.enabled"
+    seen: list[tuple[str, str]] = []
+    close = SparkEngine.close
+
+    def note_settings(self: SparkEngine) -> None:
+        seen.append((self.spark.conf.get(partitions), self.spark.conf.get(ansi)))
+        close(self)
+
+    monkeypatch.setattr(SparkEngine, "close", note_settings)
+    frame = make_predictions("binary", 5, n_samples=20)
+    given = spark.conf.get(partitions)
+    try:
+        spark.conf.unset(partitions)
+        spark.conf.set(ansi, "true")
+        me.evaluate(frame, ["f1"], engine="spark")
+        assert seen[-1] == (str(2 * spark.sparkContext.defaultParallelism), "false")
+        assert spark.conf.get(partitions, None) is None
+        assert spark.conf.get(ansi) == "true"
+        spark.conf.set(partitions, "3")
+        me.evaluate(frame, ["f1"], engine="spark")
+        assert seen[-1][0] == "3"
+        assert spark.conf.get(partitions) == "3"
+    finally:
+        spark.conf.set(partitions, given)
+        spark.conf.unset(ansi)

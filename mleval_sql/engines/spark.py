@@ -9,13 +9,18 @@ What differs for Spark is here and only here:
   through Arrow. The session is ``connection=``, else the active one, else a local one.
 - **Statistics** are persisted DataFrames (memory, spilling to disk), each computed by one job
   that reads the source once; final steps read them, never the source.
+- **Settings**: ANSI mode off (the files' ``x / 0`` is NULL), and on a local master, unless the
+  user set it, two shuffle partitions per core instead of Spark's 200 (sized for a cluster);
+  the session's own values are put back when the request ends.
 - **The exact curve** (``ranked_points``): the SQL file sorts each (segment, label) in one
   window, which on Spark puts a whole group in one task. Here the rows are first summed per
   distinct score (a hash aggregation: ties are one block, as the file's tie blocks), the blocks
   sorted across partitions by range (``repartitionByRange``, sampled bounds: one huge group
   spans many partitions), their running sums taken within each partition, and each partition's
-  sums shifted by the group's weight in earlier partitions (a small table of per-partition
-  totals), as Spark MLlib's ``BinaryClassificationMetrics`` does. The file's own ``gridded``
+  sums shifted by the group's weight in earlier partitions, as Spark MLlib's
+  ``BinaryClassificationMetrics`` does. One small table of per-(partition, group) sums gives
+  both those offsets and the group's totals, and the blocks are read by the file's final
+  SELECT in the same job (no table of their own). The file's own ``gridded``
   and ``scored`` steps (binning) and its ``totals`` and final SELECT run as SQL around that, so
   the curve has one definition. Binned mode is the same plan on a histogram (a few rows per
   bin).
@@ -49,6 +54,7 @@ from mleval_sql.sources import Parquet, as_source
 #: everything from the first (inclusive) up to ``_BLOCKS`` (inclusive) is replaced by it.
 _SCORED, _FIRST_WINDOWED, _BLOCKS = "scored", "ranked", "ranked"
 _ANSI = "spark.sql.ansi.enabled"
+_SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 _HIVE_FOLDER = re.compile(r"[^=/]+=[^/]*")
 
 
@@ -146,10 +152,17 @@ class SparkEngine(SQLEngine):
         self.created: list[tuple[str, str]] = []
         self.persisted: list[Any] = []
         self.plans: dict[str, list[str]] = {}
+        # the settings the engine runs under; the user's are put back by close()
+        self.restore: dict[str, str | None] = {}
         # the files' arithmetic is DuckDB's: x / 0 is NULL (inside CASE and aggregates too),
-        # as it is in Spark without ANSI mode; the user's setting is put back by close()
-        self.ansi = self.spark.conf.get(_ANSI, None)
-        self.spark.conf.set(_ANSI, "false")
+        # as it is in Spark without ANSI mode
+        self._set(_ANSI, "false")
+        if self.spark.sparkContext.master.startswith("local") and \
+                self.spark.conf.get(_SHUFFLE_PARTITIONS, None) is None:  # not the user's
+            # Spark's default of 200 partitions per exchange is sized for a cluster: on one
+            # machine each exchange would write and read 200 tiny partitions per task
+            self._set(_SHUFFLE_PARTITIONS,
+                      str(2 * self.spark.sparkContext.defaultParallelism))
         source.frame.createOrReplaceTempView(self.input_view)
         try:
             super().__init__(source, columns, weight, by, clustering=clustering)
@@ -182,10 +195,17 @@ class SparkEngine(SQLEngine):
                 frame._jdf.queryExecution().analyzed().rdd().unpersist(False)
             self.persisted.clear()
             self.spark.catalog.dropTempView(self.input_view)
-            if self.ansi is None:
-                self.spark.conf.unset(_ANSI)
-            else:
-                self.spark.conf.set(_ANSI, self.ansi)
+            for key, value in self.restore.items():
+                if value is None:
+                    self.spark.conf.unset(key)
+                else:
+                    self.spark.conf.set(key, value)
+            self.restore.clear()
+
+    def _set(self, key: str, value: str) -> None:
+        """Set ``key`` for this request, remembering the session's value for close()."""
+        self.restore.setdefault(key, self.spark.conf.get(key, None))
+        self.spark.conf.set(key, value)
 
     # -- the exact curve ----------------------------------------------------------------------
 
@@ -208,16 +228,23 @@ class SparkEngine(SQLEngine):
         ranked = (blocks.repartitionByRange(*group, F.col("score").desc())
                   .withColumn("part", F.spark_partition_id()))
         ranked = self._persist("ranked_points (sorted blocks)", None, ranked)
-        # each group's weight in the partitions before each one: one row per (part, group)
-        earlier = Window.partitionBy(*group).orderBy("part").rowsBetween(
-            Window.unboundedPreceding, -1)
-        offsets = (ranked.groupBy("part", *group)
-                   .agg(F.sum("pos").alias("part_pos"), F.sum("neg").alias("part_neg"))
-                   .select("part", *group,
-                           F.coalesce(F.sum("part_pos").over(earlier), F.lit(0.0))
-                           .alias("tp_before"),
-                           F.coalesce(F.sum("part_neg").over(earlier), F.lit(0.0))
-                           .alias("fp_before")))
+        # per (partition, group), one small table (at most P + G rows) from one pass: the
+        # group's weight in the partitions before each one, and the group's totals
+        parts = ranked.groupBy("part", *group).agg(
+            F.sum("pos").alias("part_pos"), F.sum("neg").alias("part_neg"),
+            F.min(F.when(F.col("pos") > 0, F.col("score"))).alias("part_lowest_pos"),
+            F.min(F.when(F.col("neg") > 0, F.col("score"))).alias("part_lowest_neg"),
+            F.max("score").alias("part_top"))
+        whole = Window.partitionBy(*group)
+        earlier = whole.orderBy("part").rowsBetween(Window.unboundedPreceding, -1)
+        offsets = parts.select(
+            "part", *group,
+            F.coalesce(F.sum("part_pos").over(earlier), F.lit(0.0)).alias("tp_before"),
+            F.coalesce(F.sum("part_neg").over(earlier), F.lit(0.0)).alias("fp_before"),
+            F.sum("part_pos").over(whole).alias("p"), F.sum("part_neg").over(whole).alias("n"),
+            F.min("part_lowest_pos").over(whole).alias("lowest_pos"),
+            F.min("part_lowest_neg").over(whole).alias("lowest_neg"),
+            F.max("part_top").over(whole).alias("top"))
         running = Window.partitionBy("part", *group).orderBy(F.col("score").desc()) \
             .rowsBetween(Window.unboundedPreceding, Window.currentRow)
         within = ranked.select("part", *group, "score", "pos", "neg",
@@ -225,28 +252,22 @@ class SparkEngine(SQLEngine):
                                F.sum("neg").over(running).alias("fp_within"))
         same = functools.reduce(lambda a, b: a & b, (
             within[c].eqNullSafe(offsets[c]) for c in ["part", *group]))
+        # the columns of the file's one window, per block: each row ends its block (no next
+        # score), the group's top score has no previous one, and the group's totals
         ends = (within.join(F.broadcast(offsets), same)
                 .select(*(within[c] for c in group), within["score"],
                         (within["tp_within"] + offsets["tp_before"]).alias("tp"),
                         (within["fp_within"] + offsets["fp_before"]).alias("fp"),
-                        within["pos"].alias("block_pos"), within["neg"].alias("block_neg")))
-        # the columns of the file's one window, per block: each row ends its block (no next
-        # score), the group's top score has no previous one, and the group's totals
-        totals = ranked.groupBy(*group).agg(
-            F.sum("pos").alias("p"), F.sum("neg").alias("n"),
-            F.min(F.when(F.col("pos") > 0, F.col("score"))).alias("lowest_pos"),
-            F.min(F.when(F.col("neg") > 0, F.col("score"))).alias("lowest_neg"),
-            F.max("score").alias("top"))
-        same = functools.reduce(lambda a, b: a & b, (ends[c].eqNullSafe(totals[c])
-                                                     for c in group))
-        ends = (ends.join(F.broadcast(totals), same)
-                .select(*(ends[c] for c in group), "score", "tp", "fp", "block_pos",
-                        "block_neg",
-                        F.when(F.col("score") != F.col("top"), F.col("score"))
+                        within["pos"].alias("block_pos"), within["neg"].alias("block_neg"),
+                        F.when(within["score"] != offsets["top"], within["score"])
                         .alias("previous_score"),
                         F.lit(None).cast("double").alias("next_score"),
                         "p", "n", "lowest_pos", "lowest_neg"))
-        self._persist("ranked_points (blocks)", _BLOCKS, ends)
+        # read once, by the file's final SELECT: a view, computed in that step's job
+        self._plan("ranked_points (blocks)", ends)
+        ends.createOrReplaceTempView(self.prefix + _BLOCKS)
+        if ("VIEW", self.prefix + _BLOCKS) not in self.created:
+            self.created.append(("VIEW", self.prefix + _BLOCKS))
         rest = _with_ctes(tree, ctes[ctes.index(_BLOCKS) + 1:], tree)
         rest = rest.transform(lambda n: exp.alias_(exp.to_table(self.prefix + _BLOCKS), _BLOCKS,
                                                    table=True)
