@@ -36,13 +36,19 @@ def ratio(numerator: pl.Expr, denominator: pl.Expr, zero_division: float | None)
             .otherwise(numerator / denominator))
 
 
-def nan_average(value: pl.Expr, weights: pl.Expr) -> pl.Expr:
-    """Weighted mean skipping null values; the plain mean when the weights sum to 0. The
-    weights are taken as shares of the largest, so that a value times a weight cannot overflow."""
+def weighted_mean(value: pl.Expr, weights: pl.Expr) -> pl.Expr:
+    """Weighted mean skipping null values; null when their weights sum to 0. The weights are
+    taken as shares of the largest, so that a value times a weight cannot overflow."""
     largest = weights.max()
     shares = weights / pl.when(largest > 0).then(largest).otherwise(1.0)
     kept = shares.filter(value.is_not_null()).sum()
-    return pl.when(kept == 0).then(value.mean()).otherwise((value * shares).sum() / kept)
+    return pl.when(kept > 0).then((value * shares).sum() / kept)
+
+
+def nan_average(value: pl.Expr, weights: pl.Expr) -> pl.Expr:
+    """:func:`weighted_mean`, but the plain mean when the weights sum to 0 (an average over
+    labels: weighted falls back to macro when no label has support, as in scikit-learn)."""
+    return pl.coalesce(weighted_mean(value, weights), value.mean())
 
 
 def rate_scores(tp: pl.Expr, fp: pl.Expr, fn: pl.Expr, beta: float,

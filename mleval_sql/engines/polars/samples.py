@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from mleval_sql.engines.polars._common import rate_scores, truth, weight
+from mleval_sql.engines.polars._common import rate_scores, truth, weight, weighted_mean
 
 __all__ = ["sample_counts", "sample_metrics"]
 
@@ -28,16 +28,6 @@ def sample_counts(predictions: pl.LazyFrame, *, threshold: float) -> pl.LazyFram
     )
 
 
-def _weighted_mean(value: pl.Expr, weights: pl.Expr) -> pl.Expr:
-    """The mean of the non-null values weighted by ``weights`` (taken as shares of the largest,
-    so that a value times a weight cannot overflow); null when their weights sum to 0: a
-    segment without weight has no average over its samples (scikit-learn refuses it)."""
-    largest = weights.max()
-    shares = weights / pl.when(largest > 0).then(largest).otherwise(1.0)
-    kept = shares.filter(value.is_not_null()).sum()
-    return pl.when(kept > 0).then((value * shares).sum() / kept)
-
-
 def sample_metrics(sample_counts: pl.LazyFrame, *, beta: float,
                    zero_division: float | None) -> pl.LazyFrame:
     """Samples-averaged P/R/F/jaccard, subset accuracy and adjusted (top-1-in-truth) accuracy."""
@@ -52,7 +42,7 @@ def sample_metrics(sample_counts: pl.LazyFrame, *, beta: float,
     long = scores.unpivot(index=["segment", "weight"], variable_name="metric",
                           value_name="value")
     return long.group_by("segment", "metric").agg(
-        value=_weighted_mean(pl.col("value"), weight),
+        value=weighted_mean(pl.col("value"), weight),
     ).select(
         "segment", "metric",
         average=pl.when(pl.col("metric").is_in(SAMPLE_AVERAGED)).then(pl.lit("samples")),
