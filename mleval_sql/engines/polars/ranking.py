@@ -41,12 +41,12 @@ def ranked_points(predictions: pl.LazyFrame, *, bins: int | None) -> pl.LazyFram
     another score or label (no aggregation over distinct scores). Mirrors
     queries/ranked_points.sql.
 
-    The cost is the rows', not the labels' (1M one-row segments cost about what the same rows
-    in 8 segments do): one sort by score and one grouping gather each label's rows into a run,
-    and every other step compares a row with its neighbour in the whole table. polars
-    evaluates an ``.over()`` window that shifts or runs a sum group by group, except over one
-    integer key, where the running sums still need it (a running sum of the whole table less
-    the label's start would cancel across labels: a weight of 1e300 in one ruins the next)."""
+    The cost is the rows', not the labels': one sort by score and one grouping gather each
+    label's rows into a run, and every other step compares a row with its neighbour in the
+    whole table, where ``.over(segment, label)`` windows that shift or run a sum cost polars
+    a unit of work per label. The running sums are the only windows left (over the run's
+    number): a running sum of the whole table less the label's start would be cheaper, but
+    inexact (it cancels across labels: a weight of 1e300 in one ruins the next)."""
     score, tp, fp = pl.col("score"), pl.col("tp"), pl.col("fp")
     pos = pl.when(truth).then(weight).otherwise(0.0)
     neg = pl.when(truth).then(0.0).otherwise(weight)
@@ -68,15 +68,15 @@ def ranked_points(predictions: pl.LazyFrame, *, bins: int | None) -> pl.LazyFram
     runs = (pl.concat([origins, rows]).sort("score", descending=True)
             .group_by(*_KEYS).agg(*columns).with_row_index("run").explode(*columns))
     run = pl.col("run")
-    first = (run != run.shift(1)).fill_null(True)  # the label's first row: its origin
-    starts = first | (score != score.shift(1))  # a block of tied scores starts
-    ends = runs.with_columns(first=first, starts=starts).with_columns(
+    # a block of tied scores starts where the score changes: a label's run too, as it starts
+    # with its origin (+inf, which no row scores)
+    starts = (score != score.shift(1)).fill_null(True)
+    ends = runs.with_columns(starts=starts).with_columns(
         tp=pos.cum_sum().over(run),
         fp=neg.cum_sum().over(run),
-        alone=pl.col("starts") & pl.col("starts").shift(-1, fill_value=True),
         last_tied=pl.col("starts").shift(-1, fill_value=True),
-        last=pl.col("first").shift(-1, fill_value=True),  # the label's last row
-    ).filter(pl.col("last_tied"))
+        last=(run != run.shift(-1)).fill_null(True),  # the label's last row
+    ).filter(pl.col("last_tied"))  # a kept row that starts its block is the block alone
     # a block's weight: the row's own for a block of one row (exact), else the counts' step
     # from the previous block's end (of the same label: the origin ends the first block); fn
     # = P - tp with P the last running sum (a sequential sum): exactly 0 once no positive
@@ -86,8 +86,8 @@ def ranked_points(predictions: pl.LazyFrame, *, bins: int | None) -> pl.LazyFram
     return ends.select(
         *_KEYS, threshold="score", tp="tp", fp="fp",
         fn=(total_p - tp).abs(), tn=(total_n - fp).abs(),
-        pos=pl.when("alone").then(pos).otherwise(tp - tp.shift(1)),
-        neg=pl.when("alone").then(neg).otherwise(fp - fp.shift(1)),
+        pos=pl.when("starts").then(pos).otherwise(tp - tp.shift(1)),
+        neg=pl.when("starts").then(neg).otherwise(fp - fp.shift(1)),
     ).filter(  # zero-weight rows make no point
         (pl.col("pos") + pl.col("neg") > 0) | (pl.col("threshold") == float("inf"))
     ).with_columns(pl.col(text).cast(pl.String))
