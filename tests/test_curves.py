@@ -289,11 +289,12 @@ def test_ranking_metrics_engines_agree():
 # -- many small segments: every edge of a label's run ---------------------------------------------
 
 
-def _small_segments() -> pl.DataFrame:
+def _small_segments(weighted: bool) -> pl.DataFrame:
     """Multilabel rows (2 labels) in many small segments, so that a label's run of rows in the
     curve table starts and ends at every kind of edge: a one-sample segment, a one-class one,
     one whose scores all tie, zero weights first, inside a tied block and last, a segment of
-    weight 0, a null segment, and random small ones with ties and weights."""
+    weight 0, a null segment, and random small ones with ties and weights (without the weight
+    column unless ``weighted``: polars then counts in integers)."""
     rng = np.random.default_rng(31)
     segments: dict[str | None, list[tuple]] = {  # (score a, truth a, score b, truth b, weight)
         "one_sample": [(0.3, True, 0.7, False, 1.0)],
@@ -318,14 +319,16 @@ def _small_segments() -> pl.DataFrame:
             sample = f"{region}-{i}"
             rows += [(sample, "a", score_a, truth_a, weight, region),
                      (sample, "b", score_b, truth_b, weight, region)]
-    return pl.DataFrame(rows, orient="row",
-                        schema=["sample", "label", "score", "truth", "weight", "region"])
+    frame = pl.DataFrame(rows, orient="row",
+                         schema=["sample", "label", "score", "truth", "weight", "region"])
+    return frame if weighted else frame.drop("weight")
 
 
-def test_curve_table_of_many_small_segments():
+@pytest.mark.parametrize("weighted", [True, False])
+def test_curve_table_of_many_small_segments(weighted):
     """The curve table keeps each (segment, label) apart however small: counts equal
     scikit-learn's at every distinct score, both engines agree row for row."""
-    frame = _small_segments()
+    frame = _small_segments(weighted)
     tables = [curve(frame, "roc", by=["region"], task="multilabel", engine=e,
                     drop_intermediate=False).sort("region", "label", "threshold",
                                                   descending=[False, False, True])
@@ -333,7 +336,8 @@ def test_curve_table_of_many_small_segments():
     assert_frames_close(tables[0], tables[1])
     checked = set()
     for (region, label), part in frame.partition_by("region", "label", as_dict=True).items():
-        y, s, w = (part[c].to_numpy() for c in ("truth", "score", "weight"))
+        y, s = part["truth"].to_numpy(), part["score"].to_numpy()
+        w = part["weight"].to_numpy() if weighted else np.ones(part.height)
         rows = tables[0].filter(pl.col("region").eq_missing(region), pl.col("label") == label)
         if w.sum() == 0:  # no weight: the origin alone
             assert rows["threshold"].to_list() == [math.inf]
@@ -348,11 +352,12 @@ def test_curve_table_of_many_small_segments():
                    f"{region, label} {column}")
         checked.add((region, label))
     assert len(checked) > 80 and (None, "a") in checked and ("zero_edges", "b") in checked
+    assert weighted or len(checked) == 2 * 45
 
 
-@pytest.mark.parametrize("engine", local_engines())
-def test_ranking_metrics_of_many_small_segments(engine):
-    frame = _small_segments()
+@pytest.mark.parametrize("weighted", [True, False])
+def test_ranking_metrics_of_many_small_segments(engine, weighted):
+    frame = _small_segments(weighted)
     metrics = ["roc_auc", "average_precision"]
     got = me.evaluate(frame, metrics, by=["region"], task="multilabel", engine=engine,
                       average=["none", "micro", "macro"])

@@ -34,7 +34,8 @@ def _gridded(bins: int | None) -> pl.Expr:
             .otherwise(k / n))
 
 
-def ranked_points(predictions: pl.LazyFrame, *, bins: int | None) -> pl.LazyFrame:
+def ranked_points(predictions: pl.LazyFrame, *, bins: int | None,
+                  unit_weights: bool = False) -> pl.LazyFrame:
     """tp, fp, fn, tn at every distinct score as threshold, plus the origin at +inf, and the
     weight (pos, neg) at that score: the rows of each label in one run, sorted by score, with
     running sums per label, and a row ends its block of tied scores where the next row has
@@ -44,9 +45,11 @@ def ranked_points(predictions: pl.LazyFrame, *, bins: int | None) -> pl.LazyFram
     The cost is the rows', not the labels': one sort by score and one grouping gather each
     label's rows into a run, and every other step compares a row with its neighbour in the
     whole table, where ``.over(segment, label)`` windows that shift or run a sum cost polars
-    a unit of work per label. The running sums are the only windows left (over the run's
-    number): a running sum of the whole table less the label's start would be cheaper, but
-    inexact (it cancels across labels: a weight of 1e300 in one ruins the next)."""
+    a unit of work per label. With ``unit_weights`` (no weight column: every weight is 1) the
+    running sums are counts, exact as integers: the whole table's running count less the
+    count before the label's run. Otherwise they are windows over the run's number: the same
+    with sums of float weights would be inexact (they cancel across labels: a weight of
+    1e300 in one ruins the next)."""
     score, tp, fp = pl.col("score"), pl.col("tp"), pl.col("fp")
     pos = pl.when(truth).then(weight).otherwise(0.0)
     neg = pl.when(truth).then(0.0).otherwise(weight)
@@ -71,9 +74,19 @@ def ranked_points(predictions: pl.LazyFrame, *, bins: int | None) -> pl.LazyFram
     # a block of tied scores starts where the score changes: a label's run too, as it starts
     # with its origin (+inf, which no row scores)
     starts = (score != score.shift(1)).fill_null(True)
+    if unit_weights:
+        first = (run != run.shift(1)).fill_null(True)  # the label's origin, which counts 0
+
+        def running(counted: pl.Expr) -> pl.Expr:
+            total = counted.cast(pl.Int64).cum_sum()
+            return (total - pl.when(first).then(total).forward_fill()).cast(pl.Float64)
+
+        running_pos, running_neg = running(pos), running(neg)
+    else:
+        running_pos, running_neg = pos.cum_sum().over(run), neg.cum_sum().over(run)
     ends = runs.with_columns(starts=starts).with_columns(
-        tp=pos.cum_sum().over(run),
-        fp=neg.cum_sum().over(run),
+        tp=running_pos,
+        fp=running_neg,
         last_tied=pl.col("starts").shift(-1, fill_value=True),
         last=(run != run.shift(-1)).fill_null(True),  # the label's last row
     ).filter(pl.col("last_tied"))  # a kept row that starts its block is the block alone
