@@ -50,6 +50,10 @@ def _not_duckdb(dialect: str) -> bool:
     return dialect != "duckdb"
 
 
+def _no_bit_aggregates(dialect: str) -> bool:
+    return dialect not in ("duckdb", "spark")
+
+
 def _unpivot(node: exp.Expression, dialect: str) -> exp.Expression:
     """``SELECT * FROM t UNPIVOT INCLUDE NULLS (value FOR metric IN (a, b))`` ->
     ``SELECT t.*, u.metric, CASE u.metric WHEN 'a' THEN t.a ... END AS value FROM t CROSS JOIN
@@ -160,6 +164,14 @@ def _label_bits(node: exp.Expression, dialect: str) -> exp.Expression:
     return exp.Count(this=exp.Distinct(expressions=[exp.column("label", bit.table)]))
 
 
+def _signed_words(node: exp.Expression, dialect: str) -> exp.Expression:
+    """``CAST(1 AS UBIGINT)``, the unit of the label bits, -> a signed BIGINT: Spark has no
+    unsigned type, and its ``bit_count`` counts a negative word's 64 bits as they are."""
+    if isinstance(node, exp.Cast) and node.to.this == exp.DataType.Type.UBIGINT:
+        return exp.cast(node.this, "bigint")
+    return node
+
+
 def _listed_values(node: exp.Expression, dialect: str) -> exp.Expression:
     """``(SELECT unnest([v1, v2]) AS x) AS t`` -> ``(VALUES (v1), (v2)) AS t(x)``."""
     if not (isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select)
@@ -251,7 +263,8 @@ REWRITES: tuple[Rewrite, ...] = (
     Rewrite("FILTER on a window function", _not_duckdb, _window_filter),
     Rewrite("isnan", _not_duckdb, _isnan),
     Rewrite("isinf", _not_duckdb, _isinf),
-    Rewrite("bit_count(bit_or(...)) label bits", _not_duckdb, _label_bits),
+    Rewrite("bit_count(bit_or(...)) label bits", _no_bit_aggregates, _label_bits),
+    Rewrite("unsigned 64-bit words", _not_duckdb, _signed_words),
     Rewrite("unnest of a listed array", _not_duckdb, _listed_values),
     Rewrite("a subquery in FROM without an alias", _not_duckdb, _subquery_alias),
     Rewrite("division by zero as inf / NaN", _not_duckdb, _division),

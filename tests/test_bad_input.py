@@ -51,6 +51,15 @@ def put(column: str, value: Any, *, sample: int = 5, label: str = "dog",
     return breaker
 
 
+def _many_labels(data: pl.DataFrame) -> pl.DataFrame:
+    """``data`` with 130 labels (three 64-bit words of label bits, bits 63 used), and sample 7
+    given a second row for the last label of words 0 and 1."""
+    wide = data.filter(pl.col("label") == "cat").drop("label").join(
+        pl.DataFrame({"label": [f"l{i:03}" for i in range(130)]}), how="cross")
+    again = wide.filter((pl.col("sample") == 7) & pl.col("label").is_in(["l063", "l127"]))
+    return pl.concat([wide, again.select(wide.columns)])
+
+
 def _both_models(data: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([data.with_columns(model=pl.lit("m1")),
                       data.with_columns(model=pl.lit("m2"), score=1 - pl.col("score"))])
@@ -112,6 +121,7 @@ CASES = [
     # the shape of the table
     Case("duplicate row", lambda d: pl.concat([d, d.filter(pl.col("sample") == 7)]),
          ("3 duplicate (sample, label)", "sample 7")),
+    Case("duplicates among 130 labels", _many_labels, ("2 duplicate (sample, label)", "sample 7")),
     Case("several models, no by=", _both_models, ("36 duplicate", "by=")),
     Case("duplicate in one segment only",
          lambda d: pl.concat([d, d.filter((pl.col("sample") == 9) & (pl.col("label") == "eel"))]),

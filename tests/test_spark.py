@@ -22,7 +22,7 @@ import mleval_sql as me
 from mleval_sql.cli import main
 from mleval_sql.engines.spark import SparkEngine
 from tests.data import make_predictions
-from tests.helpers import assert_same_rows
+from tests.helpers import assert_frames_close, assert_same_rows
 
 
 def _model_predictions(decimals: int | None) -> pl.DataFrame:
@@ -160,3 +160,38 @@ def test_settings_for_the_request_and_the_users_back_after(spark, monkeypatch):
     finally:
         spark.conf.set(partitions, given)
         spark.conf.unset(ansi)
+
+
+def test_a_group_across_partitions_and_batches_equals_duckdb(spark):
+    """One (segment, label) spread over several range partitions and, within each, over many
+    Arrow batches of a few rows: the exact curve's tie blocks held back across batch ends, its
+    running sums carried across batches and shifted across partitions (zero weights, tied
+    scores and a null segment included)."""
+    rng = np.random.default_rng(11)
+    n = 600
+    frame = pl.DataFrame({
+        "sample": np.arange(n), "label": "x",
+        "score": rng.integers(0, 40, n) / 40,  # 41 distinct scores: ties cross batch ends
+        "truth": rng.random(n) < 0.4,
+        "weight": np.where(rng.random(n) < 0.1, 0.0, rng.uniform(0.5, 3.0, n)),
+        "site": rng.choice(["a", "b", None], n, p=[0.5, 0.3, 0.2]),
+    })
+    options = {"by": "site", "task": "binary"}
+    batch, partitions = "spark.sql.execution.arrow.maxRecordsPerBatch", \
+        "spark.sql.shuffle.partitions"
+    given = {key: spark.conf.get(key, None) for key in (batch, partitions)}
+    try:
+        spark.conf.set(batch, "7")
+        spark.conf.set(partitions, "5")
+        got = me.evaluate(frame, ["roc_auc", "average_precision", "f1"], engine="spark",
+                          **options)
+        curve = me.curve(frame, "pr", engine="spark", **options)
+    finally:
+        for key, value in given.items():
+            spark.conf.unset(key) if value is None else spark.conf.set(key, value)
+    assert_same_rows(got, me.evaluate(frame, ["roc_auc", "average_precision", "f1"],
+                                      **options), ["site"])
+    want = me.curve(frame, "pr", **options)
+    assert curve.height == want.height > 3 * 30
+    keys = [c for c in want.columns if c in ("site", "label", "threshold")]
+    assert_frames_close(curve.sort(keys, nulls_last=True), want.sort(keys, nulls_last=True))

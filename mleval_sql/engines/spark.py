@@ -9,21 +9,24 @@ What differs for Spark is here and only here:
   through Arrow. The session is ``connection=``, else the active one, else a local one.
 - **Statistics** are persisted DataFrames (memory, spilling to disk), each computed by one job
   that reads the source once; final steps read them, never the source.
-- **Settings**: ANSI mode off (the files' ``x / 0`` is NULL), and on a local master, unless the
-  user set it, two shuffle partitions per core instead of Spark's 200 (sized for a cluster);
-  the session's own values are put back when the request ends.
+- **Settings**: ANSI mode off (the files' ``x / 0`` is NULL); unless the user set them, two
+  shuffle partitions per core on a local master instead of Spark's 200 (sized for a cluster)
+  and Arrow batches of 500,000 rows (not 10,000) for the exact curve's pass; and on a local
+  master where the user chose no worker interpreter, the Python workers run this one (its
+  polars and pyarrow). The session's own values are put back when the request ends.
 - **The exact curve** (``ranked_points``): the SQL file sorts each (segment, label) in one
-  window, which on Spark puts a whole group in one task. Here the rows are first summed per
-  distinct score (a hash aggregation: ties are one block, as the file's tie blocks), the blocks
-  sorted across partitions by range (``repartitionByRange``, sampled bounds: one huge group
-  spans many partitions), their running sums taken within each partition, and each partition's
-  sums shifted by the group's weight in earlier partitions, as Spark MLlib's
-  ``BinaryClassificationMetrics`` does. One small table of per-(partition, group) sums gives
-  both those offsets and the group's totals, and the blocks are read by the file's final
-  SELECT in the same job (no table of their own). The file's own ``gridded``
-  and ``scored`` steps (binning) and its ``totals`` and final SELECT run as SQL around that, so
-  the curve has one definition. Binned mode is the same plan on a histogram (a few rows per
-  bin).
+  window, which on Spark puts a whole group in one task. Here the rows are range-partitioned
+  by (segment, label, score descending), so that a huge group spans many partitions and a
+  block of tied scores none, and each partition, sorted by score alone (one number: Spark's
+  comparisons of the group's text cost more than the rest of the step), goes through one Arrow
+  pass (polars, in the Python workers) that sums its tie blocks and takes their running sums
+  per group. Each partition's sums are then shifted by the group's weight in earlier
+  partitions, as Spark MLlib's ``BinaryClassificationMetrics`` does: one small table of
+  per-(partition, group) sums gives both those offsets and the group's totals. The file's own
+  ``gridded`` and ``scored`` steps (binning) and its final SELECT run as SQL around that, so
+  the curve has one definition.
+- **Hints**: the steps' joins of a small table (labels, per-group totals) to a large one are
+  broadcast; Spark cannot size a checkpoint and would shuffle the large side.
 
 >>> me.evaluate(spark.read.parquet("lake"), ["roc_auc"], by="model",
 ...             engine="spark")  # doctest: +SKIP
@@ -31,11 +34,13 @@ What differs for Spark is here and only here:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
+import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,7 +60,12 @@ from mleval_sql.sources import Parquet, as_source
 _SCORED, _FIRST_WINDOWED, _BLOCKS = "scored", "ranked", "ranked"
 _ANSI = "spark.sql.ansi.enabled"
 _SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+_ARROW_BATCH = "spark.sql.execution.arrow.maxRecordsPerBatch"
 _HIVE_FOLDER = re.compile(r"[^=/]+=[^/]*")
+#: Relations small by nature that the steps join to a large one: the labels (to the source's
+#: rows) and the per-group totals (to the curve's points). Spark cannot size a checkpoint, so
+#: without a hint it shuffles every row of the large side to join them.
+_BROADCAST = ("label_bits", "totals")
 
 
 def session(connection: Any = None) -> Any:
@@ -163,6 +173,11 @@ class SparkEngine(SQLEngine):
             # machine each exchange would write and read 200 tiny partitions per task
             self._set(_SHUFFLE_PARTITIONS,
                       str(2 * self.spark.sparkContext.defaultParallelism))
+        if self.spark.conf.get(_ARROW_BATCH, None) is None:  # not the user's
+            # the exact curve's Arrow pass has a cost per batch: on one core, 2.5M sorted rows
+            # of distinct scores took 0.84 s in Spark's batches of 10,000 rows, 0.66 s in
+            # batches of 500,000
+            self._set(_ARROW_BATCH, "500000")
         source.frame.createOrReplaceTempView(self.input_view)
         try:
             super().__init__(source, columns, weight, by, clustering=clustering)
@@ -214,6 +229,7 @@ class SparkEngine(SQLEngine):
         and per-partition offsets (module docstring)."""
         from pyspark.sql import Window
         from pyspark.sql import functions as F
+        from pyspark.sql import types as T
 
         tree = self._tree("ranked_points", params, keys)
         ctes = [c.alias for c in tree.args["with_"].expressions]
@@ -221,37 +237,44 @@ class SparkEngine(SQLEngine):
         scored_sql = _with_ctes(tree, ctes[:cut], exp.select("*").from_(_SCORED))
 
         group = [*keys, "label"]
-        blocks = (self._frame("ranked_points", scored_sql)
-                  .groupBy(*group, "score")
-                  .agg(F.sum("pos").alias("pos"), F.sum("neg").alias("neg")))
-        # sorted across partitions by (group, score descending): a group may span several
-        ranked = (blocks.repartitionByRange(*group, F.col("score").desc())
-                  .withColumn("part", F.spark_partition_id()))
-        ranked = self._persist("ranked_points (sorted blocks)", None, ranked)
+        scored = self._frame("ranked_points", scored_sql).select(*group, "score", "pos", "neg")
+        # sorted across partitions by (group, score descending): a group may span several,
+        # a block of tied scores never does (range bounds are values of the sort key)
+        ordered = (scored.repartitionByRange(*group, F.col("score").desc())
+                   .sortWithinPartitions(F.col("score").desc())
+                   .withColumn("part", F.spark_partition_id()))
+        fields = {f.name: f for f in ordered.schema.fields}
+        within_schema = T.StructType([
+            T.StructField("part", T.IntegerType()), *(fields[c] for c in group),
+            *(T.StructField(c, T.DoubleType()) for c in
+              ("score", "pos", "neg", "tp_within", "fp_within"))])
+        with self._python_workers():
+            within = ordered.select("part", *group, "score", "pos", "neg").mapInArrow(
+                _block_sums(group), within_schema)
+            within = self._persist("ranked_points (sorted blocks)", None, within)
         # per (partition, group), one small table (at most P + G rows) from one pass: the
         # group's weight in the partitions before each one, and the group's totals
-        parts = ranked.groupBy("part", *group).agg(
+        parts = within.groupBy("part", *group).agg(
             F.sum("pos").alias("part_pos"), F.sum("neg").alias("part_neg"),
             F.min(F.when(F.col("pos") > 0, F.col("score"))).alias("part_lowest_pos"),
             F.min(F.when(F.col("neg") > 0, F.col("score"))).alias("part_lowest_neg"),
             F.max("score").alias("part_top"))
         whole = Window.partitionBy(*group)
         earlier = whole.orderBy("part").rowsBetween(Window.unboundedPreceding, -1)
+        # the group under other names: within and offsets share a lineage, and Spark cannot
+        # tell the two sides' columns apart by name
         offsets = parts.select(
-            "part", *group,
+            F.col("part").alias("offset_part"),
+            *(F.col(c).alias(f"offset_{i}") for i, c in enumerate(group)),
             F.coalesce(F.sum("part_pos").over(earlier), F.lit(0.0)).alias("tp_before"),
             F.coalesce(F.sum("part_neg").over(earlier), F.lit(0.0)).alias("fp_before"),
             F.sum("part_pos").over(whole).alias("p"), F.sum("part_neg").over(whole).alias("n"),
             F.min("part_lowest_pos").over(whole).alias("lowest_pos"),
             F.min("part_lowest_neg").over(whole).alias("lowest_neg"),
             F.max("part_top").over(whole).alias("top"))
-        running = Window.partitionBy("part", *group).orderBy(F.col("score").desc()) \
-            .rowsBetween(Window.unboundedPreceding, Window.currentRow)
-        within = ranked.select("part", *group, "score", "pos", "neg",
-                               F.sum("pos").over(running).alias("tp_within"),
-                               F.sum("neg").over(running).alias("fp_within"))
         same = functools.reduce(lambda a, b: a & b, (
-            within[c].eqNullSafe(offsets[c]) for c in ["part", *group]))
+            within[c].eqNullSafe(offsets[f"offset_{i}"]) for i, c in enumerate(group)),
+            within["part"] == offsets["offset_part"])
         # the columns of the file's one window, per block: each row ends its block (no next
         # score), the group's top score has no previous one, and the group's totals
         ends = (within.join(F.broadcast(offsets), same)
@@ -275,11 +298,33 @@ class SparkEngine(SQLEngine):
                               and not n.alias else n)
         return self._frame("ranked_points", rest)
 
+    @contextlib.contextmanager
+    def _python_workers(self) -> Iterator[None]:
+        """On a local master whose user chose no worker interpreter, the Python functions made
+        here run in this interpreter (its polars and pyarrow), not the ``python3`` of PATH."""
+        context = self.spark.sparkContext
+        chosen = os.environ.get("PYSPARK_PYTHON") or \
+            context.getConf().get("spark.pyspark.python", None)
+        given = context.pythonExec
+        if context.master.startswith("local") and not chosen:
+            context.pythonExec = sys.executable
+        try:
+            yield
+        finally:
+            context.pythonExec = given
+
     # -- plumbing ---------------------------------------------------------------------------
 
     def _tree(self, step: str, params: dict[str, object], keys: Sequence[str]) -> exp.Select:
         """The step for Spark (dialects.py), reading this run's relations."""
         tree = dialects.step_tree(step, self.dialect, params, keys)
+        for select in tree.find_all(exp.Select):
+            small = [join.this.alias_or_name for join in select.args.get("joins") or []
+                     if isinstance(join.this, (exp.Table, exp.Subquery))
+                     and (join.this.name or join.this.alias) in _BROADCAST]
+            if small:
+                select.set("hint", exp.Hint(expressions=[exp.Anonymous(
+                    this="BROADCAST", expressions=[exp.to_identifier(n) for n in small])]))
         names = {rel: self.prefix + rel for rel in RELATIONS}
         return exp.replace_tables(tree, names)
 
@@ -334,6 +379,60 @@ class SparkEngine(SQLEngine):
             if ("VIEW", name) not in self.created:
                 self.created.append(("VIEW", name))
         return frame
+
+
+def _block_sums(group: Sequence[str]) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The function each partition of the range-partitioned rows goes through, its rows sorted
+    by score (descending) alone: one row per block of tied scores of a group, with its weight
+    (pos, neg) and the running sums of its group within the partition at its end (tp_within,
+    fp_within). Spark sorts one number; the few groups a partition holds are told apart here.
+
+    Rows arrive in Arrow batches; the rows of a batch's last score may go on in the next one, so
+    they are held back, and each group's running sums are carried over. Built here (a closure,
+    sent to the workers by value) so that workers need polars and pyarrow, not this package."""
+    blocks_by = ["part", *group, "score"]
+
+    def block_sums(batches: Iterator[Any]) -> Iterator[Any]:
+        import polars as pl
+
+        held: pl.DataFrame | None = None
+        carried: pl.DataFrame | None = None  # per group: the running sums so far
+
+        def sums(rows: pl.DataFrame) -> Any:
+            nonlocal carried
+            if rows.select(pl.col("score").diff().eq(0).any()).item():  # tied scores
+                rows = (rows.group_by(blocks_by, maintain_order=True)
+                        .agg(pl.col("pos").sum(), pl.col("neg").sum()))
+            out = (rows
+                   .with_columns(tp_within=pl.col("pos").cum_sum().over(group),
+                                 fp_within=pl.col("neg").cum_sum().over(group)))
+            if carried is not None:
+                out = (out.join(carried, on=group, how="left", nulls_equal=True,
+                                maintain_order="left")
+                       .with_columns(pl.col("tp_within") + pl.col("tp_carried").fill_null(0.0),
+                                     pl.col("fp_within") + pl.col("fp_carried").fill_null(0.0))
+                       .drop("tp_carried", "fp_carried"))
+            last = out.group_by(group).agg(tp_carried=pl.col("tp_within").last(),
+                                           fp_carried=pl.col("fp_within").last())
+            carried = last if carried is None else \
+                pl.concat([carried, last]).unique(group, keep="last", maintain_order=True)
+            return out.to_arrow().to_batches()
+
+        for batch in batches:
+            rows = pl.from_arrow(batch)
+            if held is not None:
+                rows = pl.concat([held, rows])
+            if rows.height == 0:
+                continue
+            # the rows of the last score: the sorted rows' tail
+            n_held = rows.select(pl.col("score").eq(rows["score"][-1]).sum()).item()
+            held = rows.tail(n_held)
+            if rows.height > n_held:
+                yield from sums(rows.head(rows.height - n_held))
+        if held is not None and held.height:
+            yield from sums(held)
+
+    return block_sums
 
 
 def _nullable(kind: Any) -> Any:
