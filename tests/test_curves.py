@@ -286,6 +286,87 @@ def test_ranking_metrics_engines_agree():
         assert_same_rows(results[0], results[1], ["region", "model"], rel=1e-12)
 
 
+# -- many small segments: every edge of a label's run ---------------------------------------------
+
+
+def _small_segments(weighted: bool) -> pl.DataFrame:
+    """Multilabel rows (2 labels) in many small segments, so that a label's run of rows in the
+    curve table starts and ends at every kind of edge: a one-sample segment, a one-class one,
+    one whose scores all tie, zero weights first, inside a tied block and last, a segment of
+    weight 0, a null segment, and random small ones with ties and weights (without the weight
+    column unless ``weighted``: polars then counts in integers)."""
+    rng = np.random.default_rng(31)
+    segments: dict[str | None, list[tuple]] = {  # (score a, truth a, score b, truth b, weight)
+        "one_sample": [(0.3, True, 0.7, False, 1.0)],
+        "one_class": [(0.2, True, 0.4, False, 1.0), (0.6, True, 0.4, False, 2.0),
+                      (0.6, True, 0.9, False, 0.5)],
+        "all_tied": [(0.5, True, 0.5, False, 1.0), (0.5, False, 0.5, True, 2.0),
+                     (0.5, True, 0.5, True, 0.0), (0.5, False, 0.5, False, 0.5)],
+        "zero_edges": [(0.9, True, 0.1, False, 0.0), (0.8, True, 0.8, True, 1.0),
+                       (0.8, False, 0.8, False, 0.0), (0.7, False, 0.3, True, 2.0),
+                       (0.1, True, 0.9, False, 0.0)],
+        "weightless": [(0.4, True, 0.4, False, 0.0), (0.2, False, 0.6, True, 0.0)],
+    }
+    for k in range(40):
+        n = int(rng.integers(1, 7))
+        segments[None if k == 0 else f"r{k:02d}"] = [
+            (float(rng.integers(0, 5)) / 4, bool(rng.random() < 0.4),
+             float(rng.integers(0, 5)) / 4, bool(rng.random() < 0.4),
+             float(rng.choice([0.0, 0.5, 1.0, 3.0]))) for _ in range(n)]
+    rows = []
+    for region, samples in segments.items():
+        for i, (score_a, truth_a, score_b, truth_b, weight) in enumerate(samples):
+            sample = f"{region}-{i}"
+            rows += [(sample, "a", score_a, truth_a, weight, region),
+                     (sample, "b", score_b, truth_b, weight, region)]
+    frame = pl.DataFrame(rows, orient="row",
+                         schema=["sample", "label", "score", "truth", "weight", "region"])
+    return frame if weighted else frame.drop("weight")
+
+
+@pytest.mark.parametrize("weighted", [True, False])
+def test_curve_table_of_many_small_segments(weighted):
+    """The curve table keeps each (segment, label) apart however small: counts equal
+    scikit-learn's at every distinct score, both engines agree row for row."""
+    frame = _small_segments(weighted)
+    tables = [curve(frame, "roc", by=["region"], task="multilabel", engine=e,
+                    drop_intermediate=False).sort("region", "label", "threshold",
+                                                  descending=[False, False, True])
+              for e in local_engines()]
+    assert_frames_close(tables[0], tables[1])
+    checked = set()
+    for (region, label), part in frame.partition_by("region", "label", as_dict=True).items():
+        y, s = part["truth"].to_numpy(), part["score"].to_numpy()
+        w = part["weight"].to_numpy() if weighted else np.ones(part.height)
+        rows = tables[0].filter(pl.col("region").eq_missing(region), pl.col("label") == label)
+        if w.sum() == 0:  # no weight: the origin alone
+            assert rows["threshold"].to_list() == [math.inf]
+            continue
+        tns, fps, fns, tps, thresholds = skm.confusion_matrix_at_thresholds(
+            y, s, sample_weight=w)
+        _close(rows["threshold"].to_list(), np.concatenate([[math.inf], thresholds]),
+               f"{region, label} thresholds")
+        origins = {"tn": w[~y].sum(), "fn": w[y].sum(), "tp": 0.0, "fp": 0.0}
+        for column, want in zip(("tn", "fp", "fn", "tp"), (tns, fps, fns, tps), strict=True):
+            _close(rows[column].to_list(), np.concatenate([[origins[column]], want]),
+                   f"{region, label} {column}")
+        checked.add((region, label))
+    assert len(checked) > 80 and (None, "a") in checked and ("zero_edges", "b") in checked
+    assert weighted or len(checked) == 2 * 45
+
+
+@pytest.mark.parametrize("weighted", [True, False])
+def test_ranking_metrics_of_many_small_segments(engine, weighted):
+    frame = _small_segments(weighted)
+    metrics = ["roc_auc", "average_precision"]
+    got = me.evaluate(frame, metrics, by=["region"], task="multilabel", engine=engine,
+                      average=["none", "micro", "macro"])
+    want = pl.concat([expected(frame, "multilabel", m, ("none", "micro", "macro"), ["region"],
+                               {}) for m in metrics], how="diagonal_relaxed")
+    assert got.filter(pl.col("region").is_null())["value"].null_count() < 6
+    assert_same_rows(got, want, ["region"])
+
+
 # -- one-vs-one multiclass AUC ---------------------------------------------------------------------
 
 def _probabilities(seed: int, n_samples: int = 80, n_classes: int = 4) -> pl.DataFrame:

@@ -35,9 +35,10 @@ def test_step_exists_on_both_engines_with_the_same_parameters(name):
     sql = queries.load(name)
     assert set(queries.parameters(sql)) == set(step.params)
     signature = inspect.signature(getattr(plans, name))
-    # keep (the rows a request keeps): the SQL gets them by a filter around the step
+    # keep (the rows a request keeps): the SQL gets them by a filter around the step;
+    # unit_weights (no weight column): how polars may sum, which the SQL does not need
     keyword = {p.name for p in signature.parameters.values() if p.kind == p.KEYWORD_ONLY
-               and p.name != "keep"}
+               and p.name not in ("keep", "unit_weights")}
     positional = [p.name for p in signature.parameters.values() if p.kind != p.KEYWORD_ONLY]
     assert keyword == set(step.params)
     assert positional == list(step.reads)

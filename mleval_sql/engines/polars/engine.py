@@ -40,6 +40,7 @@ class PolarsEngine(BaseEngine):
                           "memory to the limit (the duckdb engine does)", stacklevel=4)
         self.source = source.polars()
         self.canonical = canonical_columns(columns, weight, clustering=clustering)
+        self.unit_weights = weight is None  # every weight is 1: plans may count in integers
         self.summary_plan = plans.cluster_summary if clustering else plans.validate_summary
         self.collect_engine = "streaming" if memory_limit else "auto"
 
@@ -82,6 +83,8 @@ class PolarsEngine(BaseEngine):
             options = {p: params[p] for p in step.params}
             if name in keep and "keep" in inspect.signature(build).parameters:
                 options["keep"] = keep[name]  # a plan that can skip the rows not asked for
+            if "unit_weights" in inspect.signature(build).parameters:
+                options["unit_weights"] = self.unit_weights
             plan = build(*(relations[r] for r in step.reads), **options)
             if step.averaged:  # its per-label rows: the grid of labels and the averages
                 # cached: label_averages reads them three times (2M-row lake: 9.0 -> 6.0 s CPU)

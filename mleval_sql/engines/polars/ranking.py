@@ -34,18 +34,28 @@ def _gridded(bins: int | None) -> pl.Expr:
             .otherwise(k / n))
 
 
-def ranked_points(predictions: pl.LazyFrame, *, bins: int | None) -> pl.LazyFrame:
+def ranked_points(predictions: pl.LazyFrame, *, bins: int | None,
+                  unit_weights: bool = False) -> pl.LazyFrame:
     """tp, fp, fn, tn at every distinct score as threshold, plus the origin at +inf, and the
-    weight (pos, neg) at that score: one sort by score, running sums per label, and a row ends
-    its block of tied scores where the label's next row has another score (no aggregation over
-    distinct scores). Mirrors queries/ranked_points.sql."""
+    weight (pos, neg) at that score: the rows of each label in one run, sorted by score, with
+    running sums per label, and a row ends its block of tied scores where the next row has
+    another score or label (no aggregation over distinct scores). Mirrors
+    queries/ranked_points.sql.
+
+    The cost is the rows', not the labels': one sort by score and one grouping gather each
+    label's rows into a run, and every other step compares a row with its neighbour in the
+    whole table, where ``.over(segment, label)`` windows that shift or run a sum cost polars
+    a unit of work per label. With ``unit_weights`` (no weight column: every weight is 1) the
+    running sums are counts, exact as integers: the whole table's running count less the
+    count before the label's run. Otherwise they are windows over the run's number: the same
+    with sums of float weights would be inexact (they cancel across labels: a weight of
+    1e300 in one ruins the next)."""
     score, tp, fp = pl.col("score"), pl.col("tp"), pl.col("fp")
     pos = pl.when(truth).then(weight).otherwise(0.0)
     neg = pl.when(truth).then(0.0).otherwise(weight)
-    # segment and label as Categorical through the sort (4 bytes a row instead of 16), and truth
-    # and weight rather than pos and neg (a constant weight is a scalar column: 9 bytes a row
-    # or 1 instead of 16); scores alone are sorted (faster than by label and score), and each
-    # label's rows keep that order inside .over()
+    # segment and label as Categorical through the sort and the grouping (4 bytes a row
+    # instead of 16), and truth and weight rather than pos and neg (a constant weight is a
+    # scalar column: 9 bytes a row or 1 instead of 16)
     schema = predictions.collect_schema()
     text = [k for k in _KEYS if schema[k] == pl.String]
     keys = [pl.col(k).cast(pl.Categorical) if k in text else pl.col(k) for k in _KEYS]
@@ -54,25 +64,43 @@ def ranked_points(predictions: pl.LazyFrame, *, bins: int | None) -> pl.LazyFram
     # give it tp = fp = 0 and fn = P, tn = N like any other point (no second pass over the rows)
     origins = predictions.select(*keys).unique().with_columns(
         truth=pl.lit(False), weight=pl.lit(0.0), score=pl.lit(float("inf")))
-    ends = pl.concat([origins, rows]).sort("score", descending=True).with_columns(
-        tp=pos.cum_sum().over(_KEYS),
-        fp=neg.cum_sum().over(_KEYS),
-        alone=((score != score.shift(1)).fill_null(True)  # the block's first row
-               & (score != score.shift(-1)).fill_null(True)).over(_KEYS),
-        last_tied=(score != score.shift(-1)).fill_null(True).over(_KEYS),
-    ).filter(pl.col("last_tied"))
+    # scores alone are sorted (a sort by label and score costs 6x more at 10M rows), and the
+    # grouping keeps each label's rows in that order ("within each group, the order of rows
+    # is always preserved"): the labels' runs one after another, numbered
+    columns = ["truth", "weight", "score"]
+    runs = (pl.concat([origins, rows]).sort("score", descending=True)
+            .group_by(*_KEYS).agg(*columns).with_row_index("run").explode(*columns))
+    run = pl.col("run")
+    # a block of tied scores starts where the score changes: a label's run too, as it starts
+    # with its origin (+inf, which no row scores)
+    starts = (score != score.shift(1)).fill_null(True)
+    if unit_weights:
+        first = (run != run.shift(1)).fill_null(True)  # the label's origin, which counts 0
+
+        def running(counted: pl.Expr) -> pl.Expr:
+            total = counted.cast(pl.Int64).cum_sum()
+            return (total - pl.when(first).then(total).forward_fill()).cast(pl.Float64)
+
+        running_pos, running_neg = running(pos), running(neg)
+    else:
+        running_pos, running_neg = pos.cum_sum().over(run), neg.cum_sum().over(run)
+    ends = runs.with_columns(starts=starts).with_columns(
+        tp=running_pos,
+        fp=running_neg,
+        last_tied=pl.col("starts").shift(-1, fill_value=True),
+        last=(run != run.shift(-1)).fill_null(True),  # the label's last row
+    ).filter(pl.col("last_tied"))  # a kept row that starts its block is the block alone
     # a block's weight: the row's own for a block of one row (exact), else the counts' step
-    # from the previous block's end; fn = P - tp with P the last running sum (a sequential sum):
-    # exactly 0 once no positive weight is left; abs() turns the -0.0 of x - x into 0.0. Two
-    # contexts, not one: polars evaluates a context's windows at once, each with temporaries
-    # the size of the table (one 12.5M-row segment: peak RSS 1.62 -> 1.34 GiB)
-    return ends.with_columns(
-        pos=pl.when("alone").then(pos).otherwise(tp - tp.shift(1, fill_value=0.0)).over(_KEYS),
-        neg=pl.when("alone").then(neg).otherwise(fp - fp.shift(1, fill_value=0.0)).over(_KEYS),
-    ).with_columns(
-        fn=(tp.last() - tp).abs().over(_KEYS), tn=(fp.last() - fp).abs().over(_KEYS),
-    ).select(
-        *_KEYS, threshold="score", tp="tp", fp="fp", fn="fn", tn="tn", pos="pos", neg="neg",
+    # from the previous block's end (of the same label: the origin ends the first block); fn
+    # = P - tp with P the last running sum (a sequential sum): exactly 0 once no positive
+    # weight is left; abs() turns the -0.0 of x - x into 0.0
+    total_p = pl.when("last").then(tp).backward_fill()
+    total_n = pl.when("last").then(fp).backward_fill()
+    return ends.select(
+        *_KEYS, threshold="score", tp="tp", fp="fp",
+        fn=(total_p - tp).abs(), tn=(total_n - fp).abs(),
+        pos=pl.when("starts").then(pos).otherwise(tp - tp.shift(1)),
+        neg=pl.when("starts").then(neg).otherwise(fp - fp.shift(1)),
     ).filter(  # zero-weight rows make no point
         (pl.col("pos") + pl.col("neg") > 0) | (pl.col("threshold") == float("inf"))
     ).with_columns(pl.col(text).cast(pl.String))
