@@ -29,6 +29,21 @@ def group_by_few(frame: pl.LazyFrame, keys: Sequence[str], few: Sequence[str],
             .with_columns(pl.col(text).cast(pl.String)))
 
 
+def keys_as_text(frame: pl.LazyFrame) -> pl.LazyFrame:
+    """``frame`` with a Categorical segment or label as text: the curve table carries its text
+    keys as Categorical (4 bytes a point instead of 16), and a plan that reads it gives them
+    back as text once it has grouped its points.
+
+    >>> rows = pl.LazyFrame({"segment": ["a"], "label": ["x"]}, schema_overrides={
+    ...     "label": pl.Categorical})
+    >>> keys_as_text(rows).collect_schema()["label"]
+    String
+    """
+    schema = frame.collect_schema()
+    coded = [k for k in ("segment", "label") if schema.get(k) == pl.Categorical]
+    return frame.with_columns(pl.col(coded).cast(pl.String)) if coded else frame
+
+
 def ratio(numerator: pl.Expr, denominator: pl.Expr, zero_division: float | None) -> pl.Expr:
     """``numerator / denominator``, or ``zero_division`` (null when None) where it is 0/0."""
     return (pl.when(denominator == 0)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from mleval_sql.engines.polars._common import nan_average, truth, weight
+from mleval_sql.engines.polars._common import keys_as_text, nan_average, truth, weight
 from mleval_sql.registry import RANKING, metrics_of
 
 __all__ = ["curve_counts", "curve_rates", "ovo_metrics", "pair_counts", "ranked_points",
@@ -42,68 +42,73 @@ def ranked_points(predictions: pl.LazyFrame, *, bins: int | None,
     another score or label (no aggregation over distinct scores). Mirrors
     queries/ranked_points.sql.
 
-    The cost is the rows', not the labels': one sort by score and one grouping gather each
-    label's rows into a run, and every other step compares a row with its neighbour in the
-    whole table, where ``.over(segment, label)`` windows that shift or run a sum cost polars
-    a unit of work per label. With ``unit_weights`` (no weight column: every weight is 1) the
-    running sums are counts, exact as integers: the whole table's running count less the
-    count before the label's run. Otherwise they are windows over the run's number: the same
-    with sums of float weights would be inexact (they cancel across labels: a weight of
-    1e300 in one ruins the next)."""
-    score, tp, fp = pl.col("score"), pl.col("tp"), pl.col("fp")
-    pos = pl.when(truth).then(weight).otherwise(0.0)
-    neg = pl.when(truth).then(0.0).otherwise(weight)
-    # segment and label as Categorical through the sort and the grouping (4 bytes a row
-    # instead of 16), and truth and weight rather than pos and neg (a constant weight is a
-    # scalar column: 9 bytes a row or 1 instead of 16)
-    schema = predictions.collect_schema()
-    text = [k for k in _KEYS if schema[k] == pl.String]
-    keys = [pl.col(k).cast(pl.Categorical) if k in text else pl.col(k) for k in _KEYS]
-    rows = predictions.select(*keys, "truth", "weight", score=_gridded(bins))
-    # each label's origin as a row of no weight at +inf: it sorts first, and the running sums
-    # give it tp = fp = 0 and fn = P, tn = N like any other point (no second pass over the rows)
-    origins = predictions.select(*keys).unique().with_columns(
-        truth=pl.lit(False), weight=pl.lit(0.0), score=pl.lit(float("inf")))
-    # scores alone are sorted (a sort by label and score costs 6x more at 10M rows), and the
-    # grouping keeps each label's rows in that order ("within each group, the order of rows
-    # is always preserved"): the labels' runs one after another, numbered
-    columns = ["truth", "weight", "score"]
+    The cost is the rows', not the labels': each label is numbered (its run), the rows are
+    sorted by score and then, stably, by run number (two sorts on one number each: a sort by
+    label and score costs 4-6x more), and every other step compares a row with its neighbour
+    in the whole table, where ``.over(segment, label)`` windows that shift or run a sum cost
+    polars a unit of work per label. The keys join the run numbers back at the end. With
+    ``unit_weights`` (no weight column: every weight is 1) the running sums are counts, exact
+    as integers: the whole table's running count less the count at the label's origin.
+    Otherwise they are windows over the run: the same with sums of float weights would be
+    inexact (they cancel across labels: a weight of 1e300 in one ruins the next)."""
+    score, tp, fp, run = pl.col("score"), pl.col("tp"), pl.col("fp"), pl.col("run")
+    # the sorts carry each label's number (its run), truth, score and (if any) weight: 13 or
+    # 21 bytes a row; the keys join back at the end, text as Categorical (4 bytes a row
+    # instead of 16 on every point: the consumers give them back as text once grouped)
+    labels = predictions.select(*_KEYS).unique().with_row_index("run").cache()
+    weights = [] if unit_weights else ["weight"]
+    rows = (predictions.select(*_KEYS, "truth", *weights, score=_gridded(bins))
+            .join(labels, on=list(_KEYS), nulls_equal=True)
+            .select("run", "truth", *weights, "score"))
+    # each label's origin as a row of no weight at +inf (no row scores +inf: the checks
+    # reject it): it sorts first in its run, and the running sums give it tp = fp = 0 and
+    # fn = P, tn = N like any other point (no second pass over the rows)
+    origins = labels.select("run", truth=pl.lit(False),
+                            **({} if unit_weights else {"weight": pl.lit(0.0)}),
+                            score=pl.lit(float("inf")))
+    # two sorts, not one by (run, score): polars would fuse two sorts in a row, so the second
+    # is a stable gather by run (a sort by a number and a text or a second number goes
+    # through row encoding, 4-6x slower at 10M rows)
     runs = (pl.concat([origins, rows]).sort("score", descending=True)
-            .group_by(*_KEYS).agg(*columns).with_row_index("run").explode(*columns))
-    run = pl.col("run")
+            .select(pl.all().sort_by("run", maintain_order=True)))
     # a block of tied scores starts where the score changes: a label's run too, as it starts
     # with its origin (+inf, which no row scores)
     starts = (score != score.shift(1)).fill_null(True)
+    origin = score == float("inf")
     if unit_weights:
-        first = (run != run.shift(1)).fill_null(True)  # the label's origin, which counts 0
-
         def running(counted: pl.Expr) -> pl.Expr:
-            total = counted.cast(pl.Int64).cum_sum()
-            return (total - pl.when(first).then(total).forward_fill()).cast(pl.Float64)
+            total = counted.cast(pl.Int64).cum_sum()  # the origin's own count cancels
+            return total - pl.when(origin).then(total).forward_fill()
 
-        running_pos, running_neg = running(pos), running(neg)
+        ends = runs.with_columns(tp=running(truth), fp=running(~truth))
+        # counts are exact: a block's weight is the step from the previous block's end
+        pos = pl.when(origin).then(0).otherwise(tp - tp.shift(1))
+        neg = pl.when(origin).then(0).otherwise(fp - fp.shift(1))
     else:
-        running_pos, running_neg = pos.cum_sum().over(run), neg.cum_sum().over(run)
-    ends = runs.with_columns(starts=starts).with_columns(
-        tp=running_pos,
-        fp=running_neg,
-        last_tied=pl.col("starts").shift(-1, fill_value=True),
-        last=(run != run.shift(-1)).fill_null(True),  # the label's last row
-    ).filter(pl.col("last_tied"))  # a kept row that starts its block is the block alone
-    # a block's weight: the row's own for a block of one row (exact), else the counts' step
-    # from the previous block's end (of the same label: the origin ends the first block); fn
-    # = P - tp with P the last running sum (a sequential sum): exactly 0 once no positive
+        own_pos = pl.when(truth).then(weight).otherwise(0.0)
+        own_neg = pl.when(truth).then(0.0).otherwise(weight)
+        ends = runs.with_columns(starts=starts, tp=own_pos.cum_sum().over(run),
+                                 fp=own_neg.cum_sum().over(run))
+        # a block's weight: the row's own for a block of one row (exact), else the running
+        # sums' step from the previous block's end (of the same label: the origin ends the
+        # first block)
+        pos = pl.when("starts").then(own_pos).otherwise(tp - tp.shift(1))
+        neg = pl.when("starts").then(own_neg).otherwise(fp - fp.shift(1))
+    last_tied = (score != score.shift(-1)).fill_null(True) | (run != run.shift(-1))
+    ends = ends.filter(last_tied).with_columns(  # a kept row that starts its block is alone
+        last=(run != run.shift(-1)).fill_null(True))  # the label's last point
+    # fn = P - tp with P the last running sum (a sequential sum): exactly 0 once no positive
     # weight is left; abs() turns the -0.0 of x - x into 0.0
     total_p = pl.when("last").then(tp).backward_fill()
     total_n = pl.when("last").then(fp).backward_fill()
-    return ends.select(
-        *_KEYS, threshold="score", tp="tp", fp="fp",
-        fn=(total_p - tp).abs(), tn=(total_n - fp).abs(),
-        pos=pl.when("starts").then(pos).otherwise(tp - tp.shift(1)),
-        neg=pl.when("starts").then(neg).otherwise(fp - fp.shift(1)),
+    counts = {"tp": tp, "fp": fp, "fn": (total_p - tp).abs(), "tn": (total_n - fp).abs(),
+              "pos": pos, "neg": neg}
+    points = ends.select(
+        "run", threshold="score", **{c: e.cast(pl.Float64) for c, e in counts.items()},
     ).filter(  # zero-weight rows make no point
-        (pl.col("pos") + pl.col("neg") > 0) | (pl.col("threshold") == float("inf"))
-    ).with_columns(pl.col(text).cast(pl.String))
+        (pl.col("pos") + pl.col("neg") > 0) | (pl.col("threshold") == float("inf")))
+    keys = labels.with_columns(pl.col(pl.String).cast(pl.Categorical))
+    return points.join(keys, on="run").select(*_KEYS, pl.exclude("run", *_KEYS))
 
 
 def curve_counts(curve_points: pl.LazyFrame, *, threshold: float) -> pl.LazyFrame:
@@ -113,12 +118,12 @@ def curve_counts(curve_points: pl.LazyFrame, *, threshold: float) -> pl.LazyFram
     above = pl.col("threshold") >= threshold
     pos, neg = pl.col("pos"), pl.col("neg")
     # when/then rather than a filter inside the aggregation, which keeps each group's row indices
-    return curve_points.group_by(*_KEYS).agg(
+    return keys_as_text(curve_points.group_by(*_KEYS).agg(
         tp=pl.when(above).then(pos).otherwise(0.0).sum(),
         fp=pl.when(above).then(neg).otherwise(0.0).sum(),
         fn=pl.when(above).then(0.0).otherwise(pos).sum(),
         tn=pl.when(above).then(0.0).otherwise(neg).sum(),
-    )
+    ))
 
 
 # -- ranking metrics per label (queries/ranking_metrics.sql) -------------------------------------
@@ -138,15 +143,13 @@ def _scale(total: pl.Expr) -> pl.Expr:
 
 
 def _label_points(curve_points: pl.LazyFrame) -> pl.LazyFrame:
-    """Each point of each label's curve with the previous point (tp0, fp0), P, N and their
-    scales (computed once per label, not on every point)."""
-    tp, fp, pos, neg = (pl.col(c) for c in ("tp", "fp", "pos", "neg"))
+    """Each point of each label's curve with the label's P and N (the previous point, tp0 =
+    tp - pos and fp0 = fp - neg, and the scales are computed where they are summed: four
+    columns fewer on every point)."""
     # P and N from the origin (+inf), where fn = P and tn = N: the same value on every point
-    big_p, big_n = pl.col("fn").max(), pl.col("tn").max()
-    return curve_points.select(
-        *_KEYS, "threshold", "tp", "fp", "pos", "neg", tp0=tp - pos, fp0=fp - neg,
-        p=big_p.over(_KEYS), n=big_n.over(_KEYS),
-        p_scale=_scale(big_p).over(_KEYS), n_scale=_scale(big_n).over(_KEYS))
+    return curve_points.select(*_KEYS, "threshold", "tp", "fp", "pos", "neg",
+                               p=pl.col("fn").max().over(_KEYS),
+                               n=pl.col("tn").max().over(_KEYS))
 
 
 def _micro_points(curve_points: pl.LazyFrame) -> pl.LazyFrame:
@@ -171,21 +174,19 @@ def _micro_points(curve_points: pl.LazyFrame) -> pl.LazyFrame:
                 .over("segment"),
                 p=tp.last().over("segment"),
                 n=fp.last().over("segment"),
-                p_scale=_scale(tp.last()).over("segment"),
-                n_scale=_scale(fp.last()).over("segment"),
             ))
 
 
-def _curve_values(points: pl.LazyFrame, keys: list[str], max_fpr: float | None) -> pl.LazyFrame:
+def _curve_values(points: pl.LazyFrame, keys: list[str], max_fpr: float | None, *,
+                  tp0: pl.Expr, fp0: pl.Expr) -> pl.LazyFrame:
     """roc_auc, average_precision, break_even and support (P) of each curve: every term is local
     to a row (its block leads from (tp0, fp0) to (tp, fp)), so each is one sum per curve."""
-    tp, fp, tp0, fp0, pos, neg, p, n = (
-        pl.col(c) for c in ("tp", "fp", "tp0", "fp0", "pos", "neg", "p", "n"))
+    tp, fp, pos, neg, p, n = (pl.col(c) for c in ("tp", "fp", "pos", "neg", "p", "n"))
     # never a product of raw weight sums (P * N overflows at weights of 1e300): the trapezoids
     # in units of P and N scaled by powers of two near 1 / P and 1 / N (_scale), the other
     # terms from rates (tp / P, fp / N)
     big_p, big_n = p.max(), n.max()
-    p_scale, n_scale = pl.col("p_scale"), pl.col("n_scale")
+    p_scale, n_scale = _scale(p), _scale(n)
     tpr, tpr0 = tp / p, tp0 / p
     fpr, fpr0 = fp / n, fp0 / n
     if max_fpr is None or max_fpr >= 1:
@@ -217,18 +218,21 @@ def ranking_metrics(curve_points: pl.LazyFrame, *, max_fpr: float | None, micro:
     """roc_auc, average_precision and break_even per label (support: P) and, if ``micro``, on
     the pooled curve (whose sort costs more than all per-label curves together), one micro row
     per segment; label_averages adds the rest. ``keep``: only these metrics."""
-    labels = _curve_values(_label_points(curve_points), list(_KEYS), max_fpr)
+    tp, fp, pos, neg = (pl.col(c) for c in ("tp", "fp", "pos", "neg"))
+    labels = _curve_values(_label_points(curve_points), list(_KEYS), max_fpr, tp0=tp - pos,
+                           fp0=fp - neg)
     curves = labels.with_columns(average=pl.lit(None, dtype=pl.String))
     if micro:
-        pooled = _curve_values(_micro_points(curve_points), ["segment"], max_fpr)
+        pooled = _curve_values(_micro_points(curve_points), ["segment"], max_fpr,
+                               tp0=pl.col("tp0"), fp0=pl.col("fp0"))
         segments = labels.select("segment").unique()
         curves = pl.concat([curves, segments.join(pooled, on="segment", how="left",
                                                   nulls_equal=True)
                             .with_columns(average=pl.lit("micro"))], how="diagonal")
     metrics = [m for m in RANKING_METRICS if keep is None or m in keep[0]]
-    return curves.unpivot(on=metrics, index=["segment", "average", "label", "support"],
-                          variable_name="metric", value_name="value").select(
-        "segment", "metric", "average", "label", "value", "support")
+    return keys_as_text(curves).unpivot(
+        on=metrics, index=["segment", "average", "label", "support"], variable_name="metric",
+        value_name="value").select("segment", "metric", "average", "label", "value", "support")
 
 
 # -- curves (queries/curve_rates.sql) -------------------------------------------------------------
@@ -257,7 +261,7 @@ def curve_rates(curve_points: pl.LazyFrame, *, kind: str,
     if drop_intermediate:  # thresholds are distinct within a label: one sort orders them all
         points = points.sort("threshold", descending=True).filter(_kept_by_sklearn(kind))
     table = pl.concat([curve_points.filter(origin), points], how="diagonal")
-    return table.select(
+    return keys_as_text(table).select(
         *_KEYS, "threshold", "tp", "fp", "fn", "tn",
         tpr=pl.when(tp + fn != 0).then(tp / (tp + fn)),
         fpr=pl.when(fp + tn != 0).then(fp / (fp + tn)),

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from mleval_sql.engines.polars._common import group_by_few, truth, weight
+from mleval_sql.engines.polars._common import group_by_few, keys_as_text, truth, weight
 from mleval_sql.registry import OPERATING, metrics_of
 
 __all__ = ["listed_points", "operating_points", "sweep_counts", "threshold_buckets"]
@@ -114,5 +114,5 @@ def operating_points(curve_points: pl.LazyFrame, *, min_recall: float,
         average=pl.lit(None, dtype=pl.String))
     macro = per_label.group_by("segment", "metric").agg(value=pl.col("value").mean()).with_columns(
         average=pl.lit("macro"), threshold=pl.lit(None, dtype=pl.Float64))
-    return pl.concat([per_label, macro], how="diagonal").select(
+    return keys_as_text(pl.concat([per_label, macro], how="diagonal")).select(
         "segment", "metric", "average", "label", "threshold", "value")
