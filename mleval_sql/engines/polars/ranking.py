@@ -104,9 +104,10 @@ def ranked_points(predictions: pl.LazyFrame, *, bins: int | None,
     counts = {"tp": tp, "fp": fp, "fn": (total_p - tp).abs(), "tn": (total_n - fp).abs(),
               "pos": pos, "neg": neg}
     points = ends.select(
-        "run", threshold="score", **{c: e.cast(pl.Float64) for c, e in counts.items()},
-    ).filter(  # zero-weight rows make no point
-        (pl.col("pos") + pl.col("neg") > 0) | (pl.col("threshold") == float("inf")))
+        "run", threshold="score", **{c: e.cast(pl.Float64) for c, e in counts.items()})
+    if not unit_weights:  # zero-weight rows make no point (every row weighs 1 otherwise)
+        points = points.filter((pl.col("pos") + pl.col("neg") > 0)
+                               | (pl.col("threshold") == float("inf")))
     keys = labels.with_columns(pl.col(pl.String).cast(pl.Categorical))
     return points.join(keys, on="run").select(*_KEYS, pl.exclude("run", *_KEYS))
 
