@@ -46,7 +46,7 @@ class Parquet:
 
     def polars(self) -> pl.LazyFrame:
         # the files agree on the columns a request uses (check); others may come and go
-        return categories_as_strings(pl.scan_parquet(
+        return enums_as_strings(pl.scan_parquet(
             list(self.files), hive_partitioning=True, glob=not self._local(),
             missing_columns="insert", extra_columns="ignore"))
 
@@ -110,7 +110,7 @@ class ArrowDataset:
         return self.polars().collect_schema()
 
     def polars(self) -> pl.LazyFrame:
-        return categories_as_strings(pl.scan_pyarrow_dataset(self.dataset))
+        return enums_as_strings(pl.scan_pyarrow_dataset(self.dataset))
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ class DuckDBRelation:
 
     def polars(self) -> pl.LazyFrame:
         # one DuckDB call at a time: a plan that reads its input twice reads it through a cache
-        return categories_as_strings(self.relation.pl(lazy=True)).cache()
+        return enums_as_strings(self.relation.pl(lazy=True)).cache()
 
 
 Source = Parquet | Csv | InMemory | ArrowDataset | DuckDBRelation | Lake
@@ -151,14 +151,14 @@ def as_source(data: Any, *, storage_options: StorageOptions | None = None,
                                                    for p in data):
         return _files(data)
     if isinstance(data, pl.LazyFrame):
-        return InMemory(categories_as_strings(data))
+        return InMemory(enums_as_strings(data))
     if isinstance(data, pl.DataFrame):
-        return InMemory(categories_as_strings(data.lazy()))
+        return InMemory(enums_as_strings(data.lazy()))
     if isinstance(data, pa.Table):
-        return InMemory(categories_as_strings(pl.from_arrow(data).lazy()))  # type: ignore[union-attr]
+        return InMemory(enums_as_strings(pl.from_arrow(data).lazy()))  # type: ignore[union-attr]
     if isinstance(data, pa.RecordBatchReader):
         # a reader can be read once, and evaluation scans twice (checks, then metrics)
-        return InMemory(categories_as_strings(pl.from_arrow(data.read_all()).lazy()))  # type: ignore[union-attr]
+        return InMemory(enums_as_strings(pl.from_arrow(data.read_all()).lazy()))  # type: ignore[union-attr]
     # pyarrow.dataset imports pandas (half a second a run): a Dataset exists only once it is
     # imported, so it is looked up, never imported, here
     pads = sys.modules.get("pyarrow.dataset")
@@ -167,20 +167,21 @@ def as_source(data: Any, *, storage_options: StorageOptions | None = None,
     if isinstance(data, duckdb.DuckDBPyRelation):
         return DuckDBRelation(data)
     if type(data).__module__.split(".")[0] == "pandas":
-        return InMemory(categories_as_strings(pl.from_pandas(data).lazy()))
+        return InMemory(enums_as_strings(pl.from_pandas(data).lazy()))
     raise InputError(f"cannot read predictions from a {type(data).__name__}; give parquet "
                      "or CSV paths, an Arrow table or dataset, a polars, pandas or DuckDB table")
 
 
-def categories_as_strings(frame: pl.LazyFrame) -> pl.LazyFrame:
-    """``frame`` with Categorical and Enum columns as plain strings.
+def enums_as_strings(frame: pl.LazyFrame) -> pl.LazyFrame:
+    """``frame`` with Enum columns as plain strings.
 
     DuckDB reads Arrow dictionaries as VARCHAR, so labels and segments must compare and sort by
-    their text on the polars side too (an Enum sorts by its category order: argmax ties and the
-    result order would differ between the engines).
+    their text on the polars side too. A Categorical does (polars >= 1.32 sorts it by its text),
+    and the polars engine groups by its codes rather than hashing text; an Enum sorts by its
+    category order (argmax ties and the result order would differ between the engines).
     """
     coded = [name for name, dtype in frame.collect_schema().items()
-             if isinstance(dtype, (pl.Categorical, pl.Enum))]
+             if isinstance(dtype, pl.Enum)]
     return frame.with_columns(pl.col(coded).cast(pl.String)) if coded else frame
 
 

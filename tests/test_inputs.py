@@ -252,25 +252,31 @@ def test_truth_as_bool_int_or_float(truth: pl.DataType, engine: str, data: pl.Da
 @pytest.mark.parametrize("coded", ["polars Enum", "polars Categorical", "pandas category",
                                    "duckdb ENUM"])
 def test_coded_labels_behave_as_their_text(coded: str, engine: str) -> None:
-    """Enum labels out of text order still sort, and break argmax ties, by their text."""
-    plain = pl.DataFrame({"sample": np.repeat([1, 2, 3], 3), "label": ["a", "b", "c"] * 3,
+    """Enum labels out of text order still sort, and break argmax ties, by their text. polars
+    numbers a Categorical's text in the order the process first sees it: the labels are seen
+    here first in reverse, so that codes and text disagree (the engine codes text keys too)."""
+    labels = ["coded-c", "coded-b", "coded-a"]
+    seen_first = pl.Series(labels, dtype=pl.Categorical)  # held: unheld text is forgotten
+    assert pl.Series(labels[::-1], dtype=pl.Categorical).to_physical().is_sorted(
+        descending=True), f"codes in text order: nothing here tells them apart ({seen_first})"
+    plain = pl.DataFrame({"sample": np.repeat([1, 2, 3], 3), "label": labels[::-1] * 3,
                           "score": [0.3, 0.3, 0.3, 0.1, 0.5, 0.5, 0.2, 0.7, 0.1],
                           "truth": [1, 0, 0, 0, 0, 1, 0, 1, 0], "region": "x"})
     source: Any
     con = None
     if coded == "duckdb ENUM":
         con = duckdb.connect()
-        con.execute("CREATE TYPE coded AS ENUM ('c', 'b', 'a')")
+        con.execute("CREATE TYPE coded AS ENUM ('coded-c', 'coded-b', 'coded-a')")
         con.execute("CREATE TABLE t AS SELECT * REPLACE (label::coded AS label, "
                     "region::ENUM ('x') AS region) FROM plain")
         source = con.table("t")
     elif coded == "pandas category":
-        source = plain.to_pandas().astype({"label": pd.CategoricalDtype(["c", "b", "a"]),
+        source = plain.to_pandas().astype({"label": pd.CategoricalDtype(labels),
                                            "region": "category"})
     else:
         enum = coded == "polars Enum"
         source = plain.with_columns(
-            pl.col("label").cast(pl.Enum(["c", "b", "a"]) if enum else pl.Categorical),
+            pl.col("label").cast(pl.Enum(labels) if enum else pl.Categorical),
             pl.col("region").cast(pl.Enum(["x"]) if enum else pl.Categorical))
     metrics = ["accuracy", "confusion_matrix", "recall"]
     got = me.evaluate(source, metrics, task="multiclass", engine=engine, average="none",

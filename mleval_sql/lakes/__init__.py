@@ -52,10 +52,10 @@ class Lake:
         return self.polars().collect_schema()
 
     def polars(self) -> pl.LazyFrame:
-        from mleval_sql.sources import categories_as_strings
+        from mleval_sql.sources import enums_as_strings
 
         try:
-            return categories_as_strings(self.scan())
+            return enums_as_strings(self.scan())
         except (OSError, pl.exceptions.ComputeError) as error:
             raise store_error(self.name, error) from None
 

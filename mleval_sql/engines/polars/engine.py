@@ -39,6 +39,8 @@ class PolarsEngine(BaseEngine):
                           "streaming engine on batches of segments, but does not bound its "
                           "memory to the limit (the duckdb engine does)", stacklevel=4)
         self.source = source.polars()
+        self.text_keys = {name for name, dtype in self.source.collect_schema().items()
+                          if dtype == pl.String}
         self.canonical = canonical_columns(columns, weight, clustering=clustering)
         self.unit_weights = weight is None  # every weight is 1: plans may count in integers
         self.summary_plan = plans.cluster_summary if clustering else plans.validate_summary
@@ -64,12 +66,19 @@ class PolarsEngine(BaseEngine):
                                                    nulls_equal=True))
 
     def _summary(self, rows: pl.LazyFrame) -> pl.DataFrame:
-        return self.summary_plan(rows).collect(engine=self.collect_engine)
+        return as_text(self.summary_plan(rows).collect(engine=self.collect_engine))
 
     def _canonical(self, frame: pl.LazyFrame) -> pl.LazyFrame:
-        by = self.by
-        segment = pl.col(by[0]) if len(by) == 1 else pl.struct(*by) if by else pl.lit(0)
-        return frame.select(*map(_expression, self.canonical), segment=segment)
+        """The canonical columns, text keys (label, segment columns) as Categorical: the plans
+        group and join by them, and a Categorical hashes its code, not its text (it sorts by
+        its text all the same; results give text back)."""
+        keys = [pl.col(c).cast(pl.Categorical) if c in self.text_keys else pl.col(c)
+                for c in self.by]
+        segment = keys[0] if len(keys) == 1 else pl.struct(*keys) if keys else pl.lit(0)
+        columns = [_expression(c).cast(pl.Categorical) if c.name == "label" and (
+            c.column in self.text_keys or isinstance(c.value, str)) else _expression(c)
+            for c in self.canonical]
+        return frame.select(*columns, segment=segment)
 
     def _results(self, rows: pl.LazyFrame, steps: list[str], params: dict[str, object], *,
                  numeric_truth: bool, keep: Keep) -> dict[str, pl.DataFrame]:
@@ -98,7 +107,7 @@ class PolarsEngine(BaseEngine):
                 relations[step.gives] = plan.cache()
         with stage("statistics and metrics: one polars plan"):
             frames = pl.collect_all(list(finals.values()), engine=self.collect_engine)
-        return dict(zip(finals, frames, strict=True))
+        return dict(zip(finals, map(as_text, frames), strict=True))
 
 
 
@@ -106,3 +115,22 @@ def _expression(column: Canonical) -> pl.Expr:
     expr = pl.lit(column.value) if column.column is None else pl.col(column.column)
     cast = {"double": pl.Float64, "bool": pl.Boolean}.get(column.cast or "")
     return (expr if cast is None else expr.cast(cast)).alias(column.name)
+
+
+def as_text(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with its Categorical columns (and struct fields) as text, as every engine gives
+    them.
+
+    >>> coded = pl.DataFrame({"label": ["a"]}, schema={"label": pl.Categorical})
+    >>> as_text(coded.select(segment=pl.struct("label"), label="label")).schema
+    Schema([('segment', Struct({'label': String})), ('label', String)])
+    """
+    return frame.cast({name: _text(dtype) for name, dtype in frame.schema.items()})
+
+
+def _text(dtype: pl.DataType) -> pl.DataType:
+    if isinstance(dtype, pl.Categorical):
+        return pl.String()
+    if isinstance(dtype, pl.Struct):
+        return pl.Struct({f.name: _text(f.dtype) for f in dtype.fields})
+    return dtype
