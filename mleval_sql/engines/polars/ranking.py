@@ -44,72 +44,65 @@ def ranked_points(predictions: pl.LazyFrame, *, bins: int | None,
 
     The cost is the rows', not the labels': each label is numbered (its run), the rows are
     sorted by score and then, stably, by run number (two sorts on one number each: a sort by
-    label and score costs 4-6x more), and every other step compares a row with its neighbour
+    label and score costs 2-3x more), and every other step compares a row with its neighbour
     in the whole table, where ``.over(segment, label)`` windows that shift or run a sum cost
-    polars a unit of work per label. The keys join the run numbers back at the end. With
+    polars a unit of work per label. The keys come back by run number at the end. With
     ``unit_weights`` (no weight column: every weight is 1) the running sums are counts, exact
-    as integers: the whole table's running count less the count at the label's origin.
-    Otherwise they are windows over the run: the same with sums of float weights would be
-    inexact (they cancel across labels: a weight of 1e300 in one ruins the next)."""
+    as integers: the whole table's running count less the count before the run. Otherwise
+    they are windows over the run: the same with sums of float weights would be inexact (they
+    cancel across labels: a weight of 1e300 in one ruins the next)."""
     score, tp, fp, run = pl.col("score"), pl.col("tp"), pl.col("fp"), pl.col("run")
-    # the sorts carry each label's number (its run), truth, score and (if any) weight: 13 or
-    # 21 bytes a row; the keys join back at the end, text as Categorical (4 bytes a row
-    # instead of 16 on every point: the consumers give them back as text once grouped)
     labels = predictions.select(*_KEYS).unique().with_row_index("run").cache()
     weights = [] if unit_weights else ["weight"]
+    # the sorts carry each label's number (its run), truth, score and (if any) weight: 13 or
+    # 21 bytes a row
     rows = (predictions.select(*_KEYS, "truth", *weights, score=_gridded(bins))
             .join(labels, on=list(_KEYS), nulls_equal=True)
             .select("run", "truth", *weights, "score"))
-    # each label's origin as a row of no weight at +inf (no row scores +inf: the checks
-    # reject it): it sorts first in its run, and the running sums give it tp = fp = 0 and
-    # fn = P, tn = N like any other point (no second pass over the rows)
-    origins = labels.select("run", truth=pl.lit(False),
-                            **({} if unit_weights else {"weight": pl.lit(0.0)}),
-                            score=pl.lit(float("inf")))
-    # two sorts, not one by (run, score): polars would fuse two sorts in a row, so the second
-    # is a stable gather by run (a sort by a number and a text or a second number goes
-    # through row encoding, 4-6x slower at 10M rows)
-    runs = (pl.concat([origins, rows]).sort("score", descending=True)
-            .select(pl.all().sort_by("run", maintain_order=True)))
-    # a block of tied scores starts where the score changes: a label's run too, as it starts
-    # with its origin (+inf, which no row scores)
-    starts = (score != score.shift(1)).fill_null(True)
-    origin = score == float("inf")
+    # cached between the sorts: polars would otherwise fuse them into one sort by (run, score),
+    # through row encoding
+    runs = rows.sort("score", descending=True).cache().sort("run", maintain_order=True)
+    run_starts = (run != run.shift(1)).fill_null(True)
+    run_ends = (run != run.shift(-1)).fill_null(True)
     if unit_weights:
-        def running(counted: pl.Expr) -> pl.Expr:
-            total = counted.cast(pl.Int64).cum_sum()  # the origin's own count cancels
-            return total - pl.when(origin).then(total).forward_fill()
-
-        ends = runs.with_columns(tp=running(truth), fp=running(~truth))
-        # counts are exact: a block's weight is the step from the previous block's end
-        pos = pl.when(origin).then(0).otherwise(tp - tp.shift(1))
-        neg = pl.when(origin).then(0).otherwise(fp - fp.shift(1))
+        row = pl.int_range(pl.len(), dtype=pl.Int64)
+        counted = truth.cast(pl.Int64).cum_sum()
+        seen = counted - pl.when(run_starts).then(counted - truth.cast(pl.Int64)).forward_fill()
+        summed = runs.with_columns(tp=seen, fp=row - pl.when(run_starts).then(row).forward_fill()
+                                   + 1 - seen)
     else:
         own_pos = pl.when(truth).then(weight).otherwise(0.0)
         own_neg = pl.when(truth).then(0.0).otherwise(weight)
-        ends = runs.with_columns(starts=starts, tp=own_pos.cum_sum().over(run),
-                                 fp=own_neg.cum_sum().over(run))
-        # a block's weight: the row's own for a block of one row (exact), else the running
-        # sums' step from the previous block's end (of the same label: the origin ends the
-        # first block)
-        pos = pl.when("starts").then(own_pos).otherwise(tp - tp.shift(1))
-        neg = pl.when("starts").then(own_neg).otherwise(fp - fp.shift(1))
-    last_tied = (score != score.shift(-1)).fill_null(True) | (run != run.shift(-1))
-    ends = ends.filter(last_tied).with_columns(  # a kept row that starts its block is alone
-        last=(run != run.shift(-1)).fill_null(True))  # the label's last point
-    # fn = P - tp with P the last running sum (a sequential sum): exactly 0 once no positive
-    # weight is left; abs() turns the -0.0 of x - x into 0.0
-    total_p = pl.when("last").then(tp).backward_fill()
-    total_n = pl.when("last").then(fp).backward_fill()
+        summed = runs.with_columns(  # a block of one row: its own weight (exact)
+            tp=own_pos.cum_sum().over(run), fp=own_neg.cum_sum().over(run),
+            alone=run_starts | (score != score.shift(1)), own_pos=own_pos, own_neg=own_neg)
+    # each block's last row: its running sums are the counts at its score
+    ends = summed.filter((score != score.shift(-1)).fill_null(True) | run_ends)
+    # a block's weight is the step from the previous block's end (of the same run)
+    pos = pl.when(run_starts).then(tp).otherwise(tp - tp.shift(1))
+    neg = pl.when(run_starts).then(fp).otherwise(fp - fp.shift(1))
+    if not unit_weights:
+        pos = pl.when("alone").then("own_pos").otherwise(pos)
+        neg = pl.when("alone").then("own_neg").otherwise(neg)
+    # fn = P - tp with P the run's last running sum (a sequential sum): exactly 0 once no
+    # positive weight is left; abs() turns the -0.0 of x - x into 0.0
+    total_p = pl.when(run_ends).then(tp).backward_fill()
+    total_n = pl.when(run_ends).then(fp).backward_fill()
     counts = {"tp": tp, "fp": fp, "fn": (total_p - tp).abs(), "tn": (total_n - fp).abs(),
               "pos": pos, "neg": neg}
-    points = ends.select(
-        "run", threshold="score", **{c: e.cast(pl.Float64) for c, e in counts.items()})
+    points = ends.select("run", threshold="score", last=run_ends,
+                         **{c: e.cast(pl.Float64) for c, e in counts.items()}).cache()
+    # each run's origin (+inf: nothing predicted positive) from its last point, where tp = P
+    origins = points.filter("last").select(
+        "run", threshold=pl.lit(float("inf")), tp=pl.lit(0.0), fp=pl.lit(0.0),
+        fn=tp + pl.col("fn"), tn=fp + pl.col("tn"), pos=pl.lit(0.0), neg=pl.lit(0.0))
     if not unit_weights:  # zero-weight rows make no point (every row weighs 1 otherwise)
-        points = points.filter((pl.col("pos") + pl.col("neg") > 0)
-                               | (pl.col("threshold") == float("inf")))
+        points = points.filter(pl.col("pos") + pl.col("neg") > 0)
     keys = labels.with_columns(pl.col(pl.String).cast(pl.Categorical))
-    return points.join(keys, on="run").select(*_KEYS, pl.exclude("run", *_KEYS))
+    # a left join keeps the points in place and gathers only the keys (Categorical when text)
+    return (pl.concat([origins, points.drop("last")])
+            .join(keys, on="run", how="left", maintain_order="left")
+            .select(*_KEYS, pl.exclude("run", *_KEYS)))
 
 
 def curve_counts(curve_points: pl.LazyFrame, *, threshold: float) -> pl.LazyFrame:
@@ -143,14 +136,17 @@ def _scale(total: pl.Expr) -> pl.Expr:
     return pl.lit(2.0).pow(-total.log(2).ceil())
 
 
+def _with_scales(totals: pl.LazyFrame) -> pl.LazyFrame:
+    return totals.with_columns(p_scale=_scale(pl.col("p")), n_scale=_scale(pl.col("n")))
+
+
 def _label_points(curve_points: pl.LazyFrame) -> pl.LazyFrame:
-    """Each point of each label's curve with the label's P and N (the previous point, tp0 =
-    tp - pos and fp0 = fp - neg, and the scales are computed where they are summed: four
-    columns fewer on every point)."""
-    # P and N from the origin (+inf), where fn = P and tn = N: the same value on every point
-    return curve_points.select(*_KEYS, "threshold", "tp", "fp", "pos", "neg",
-                               p=pl.col("fn").max().over(_KEYS),
-                               n=pl.col("tn").max().over(_KEYS))
+    """Each point of each label's curve with the label's P and N (and their scales), from its
+    origin (+inf), where fn = P and tn = N: a table of the labels joined to the points, which
+    the streaming engine pipes into the sums (a window would materialise four columns)."""
+    totals = curve_points.group_by(*_KEYS).agg(p=pl.col("fn").max(), n=pl.col("tn").max())
+    return curve_points.select(*_KEYS, "threshold", "tp", "fp", "pos", "neg").join(
+        _with_scales(totals), on=list(_KEYS), nulls_equal=True)
 
 
 def _micro_points(curve_points: pl.LazyFrame) -> pl.LazyFrame:
@@ -175,43 +171,54 @@ def _micro_points(curve_points: pl.LazyFrame) -> pl.LazyFrame:
                 .over("segment"),
                 p=tp.last().over("segment"),
                 n=fp.last().over("segment"),
-            ))
+            ).pipe(_with_scales))
 
 
-def _curve_values(points: pl.LazyFrame, keys: list[str], max_fpr: float | None, *,
-                  tp0: pl.Expr, fp0: pl.Expr) -> pl.LazyFrame:
-    """roc_auc, average_precision, break_even and support (P) of each curve: every term is local
-    to a row (its block leads from (tp0, fp0) to (tp, fp)), so each is one sum per curve."""
+def _curve_values(points: pl.LazyFrame, keys: list[str], max_fpr: float | None,
+                  metrics: Sequence[str], *, tp0: pl.Expr, fp0: pl.Expr) -> pl.LazyFrame:
+    """support (P) and each of ``metrics`` (roc_auc, average_precision, break_even) of each
+    curve: every term is local to a row (its block leads from (tp0, fp0) to (tp, fp)), so
+    each is a plain sum per curve of terms computed row by row."""
     tp, fp, pos, neg, p, n = (pl.col(c) for c in ("tp", "fp", "pos", "neg", "p", "n"))
     # never a product of raw weight sums (P * N overflows at weights of 1e300): the trapezoids
     # in units of P and N scaled by powers of two near 1 / P and 1 / N (_scale), the other
     # terms from rates (tp / P, fp / N)
-    big_p, big_n = p.max(), n.max()
-    p_scale, n_scale = _scale(p), _scale(n)
+    p_scale, n_scale = pl.col("p_scale"), pl.col("n_scale")
     tpr, tpr0 = tp / p, tp0 / p
     fpr, fpr0 = fp / n, fp0 / n
-    if max_fpr is None or max_fpr >= 1:
-        auc = ((neg * n_scale) * ((tp + tp0) * p_scale)).sum() / (
-            2 * (p * p_scale).max() * (n * n_scale).max())
-    else:  # the curve interpolated at max_fpr, then McClish's correction, as scikit-learn
+    terms: dict[str, pl.Expr] = {}
+    if "roc_auc" in metrics and (max_fpr is None or max_fpr >= 1):
+        terms["roc_auc"] = (neg * n_scale) * ((tp + tp0) * p_scale)
+    elif "roc_auc" in metrics:  # the curve interpolated at max_fpr (McClish-corrected below)
         m = max_fpr
-        partial = (pl.when(fpr <= m).then(neg / n * (tpr + tpr0) / 2)
-                   .when(fpr0 <= m).then(  # the block crossing max_fpr, cut there
-                       neg / (fp - fp0) * (m - fpr0)
-                       * (2 * tpr0 + (tpr - tpr0) * (m - fpr0) / (fpr - fpr0)) / 2)
-                   .otherwise(0.0)).sum()
-        auc = 0.5 * (1 + _divide(partial - m * m / 2, m - m * m / 2, big_p))
-    step = pl.when(pos > 0).then(pos / p * (tp / (tp + fp))).sum()
-    # the row's share of positive weight among the first P predicted: all of it in blocks that
-    # end by P, none past P, the share (P - n_before) / n_block in the block that crosses P
-    within = pl.when((pos > 0) & (tp + fp > tp0 + fp0)).then(
-        pos / p * ((p - (tp0 + fp0)) / ((tp + fp) - (tp0 + fp0))).clip(0.0, 1.0)).sum()
-    return points.group_by(*keys).agg(
-        support=big_p,
-        roc_auc=pl.when((big_p > 0) & (big_n > 0)).then(auc),
-        average_precision=pl.when(big_p > 0).then(step),
-        break_even=pl.when(big_p > 0).then(within),
-    )
+        terms["roc_auc"] = (pl.when(fpr <= m).then(neg / n * (tpr + tpr0) / 2)
+                            .when(fpr0 <= m).then(  # the block crossing max_fpr, cut there
+                                neg / (fp - fp0) * (m - fpr0)
+                                * (2 * tpr0 + (tpr - tpr0) * (m - fpr0) / (fpr - fpr0)) / 2)
+                            .otherwise(0.0))
+    if "average_precision" in metrics:
+        terms["average_precision"] = pl.when(pos > 0).then(pos / p * (tp / (tp + fp)))
+    if "break_even" in metrics:
+        # the row's share of positive weight among the first P predicted: all of it in blocks
+        # that end by P, none past P, the share (P - n_before) / n_block in the block crossing P
+        terms["break_even"] = pl.when((pos > 0) & (tp + fp > tp0 + fp0)).then(
+            pos / p * ((p - (tp0 + fp0)) / ((tp + fp) - (tp0 + fp0))).clip(0.0, 1.0))
+    sums = (points.select(*keys, "p", "n", "p_scale", "n_scale", **terms)
+            .group_by(*keys).agg(pl.col("p", "n", "p_scale", "n_scale").first(),
+                                 *(pl.col(t).sum() for t in terms)))
+    big_p, big_n = p, n
+    values: dict[str, pl.Expr] = {}
+    if "roc_auc" in terms:
+        area = pl.col("roc_auc")
+        auc = (area / (2 * (big_p * p_scale) * (big_n * n_scale)) if max_fpr is None
+               or max_fpr >= 1 else
+               0.5 * (1 + _divide(area - max_fpr * max_fpr / 2,
+                                  max_fpr - max_fpr * max_fpr / 2, big_p)))
+        values["roc_auc"] = pl.when((big_p > 0) & (big_n > 0)).then(auc)
+    for metric in ("average_precision", "break_even"):
+        if metric in terms:
+            values[metric] = pl.when(big_p > 0).then(pl.col(metric))
+    return sums.select(*keys, support=big_p, **values)
 
 
 def ranking_metrics(curve_points: pl.LazyFrame, *, max_fpr: float | None, micro: bool,
@@ -220,17 +227,17 @@ def ranking_metrics(curve_points: pl.LazyFrame, *, max_fpr: float | None, micro:
     the pooled curve (whose sort costs more than all per-label curves together), one micro row
     per segment; label_averages adds the rest. ``keep``: only these metrics."""
     tp, fp, pos, neg = (pl.col(c) for c in ("tp", "fp", "pos", "neg"))
-    labels = _curve_values(_label_points(curve_points), list(_KEYS), max_fpr, tp0=tp - pos,
-                           fp0=fp - neg)
+    metrics = [m for m in RANKING_METRICS if keep is None or m in keep[0]]
+    labels = _curve_values(_label_points(curve_points), list(_KEYS), max_fpr, metrics,
+                           tp0=tp - pos, fp0=fp - neg)
     curves = labels.with_columns(average=pl.lit(None, dtype=pl.String))
     if micro:
-        pooled = _curve_values(_micro_points(curve_points), ["segment"], max_fpr,
+        pooled = _curve_values(_micro_points(curve_points), ["segment"], max_fpr, metrics,
                                tp0=pl.col("tp0"), fp0=pl.col("fp0"))
         segments = labels.select("segment").unique()
         curves = pl.concat([curves, segments.join(pooled, on="segment", how="left",
                                                   nulls_equal=True)
                             .with_columns(average=pl.lit("micro"))], how="diagonal")
-    metrics = [m for m in RANKING_METRICS if keep is None or m in keep[0]]
     return keys_as_text(curves).unpivot(
         on=metrics, index=["segment", "average", "label", "support"], variable_name="metric",
         value_name="value").select("segment", "metric", "average", "label", "value", "support")
