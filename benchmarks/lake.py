@@ -59,11 +59,8 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.dataset as pads
-import pyarrow.parquet as pq
-
+# numpy and pyarrow (pyarrow.dataset alone takes about 0.4 s to import) are imported where they
+# are used: a step's time is its own imports and work, not those of the steps beside it
 LABELS = 10
 SEGMENTS = 8
 EXACT = ["roc_auc", "average_precision", "precision", "recall", "f1"]
@@ -86,6 +83,10 @@ SPARK_STEPS = ("exact-spark", "binned-spark", "sweep-spark", "threshold-spark", 
 
 def make_lake(folder: Path, samples: int, seed: int = 0) -> Path:
     """``folder/segment=sK/part-N.parquet``: ``samples`` samples x 10 labels, 8 segments."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     done = folder / "_complete"
     if done.exists():
         return folder
@@ -120,6 +121,10 @@ def make_lake(folder: Path, samples: int, seed: int = 0) -> Path:
 def make_cluster_lake(folder: Path, samples: int, seed: int = 0) -> Path:
     """``folder/segment=sK/part-N.parquet``: one row per sample (sample, truth, cluster), 8
     segments, 50 classes; the cluster follows the class 70% of the time, else is random."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     done = folder / "_complete"
     if done.exists():
         return folder
@@ -142,9 +147,15 @@ def make_cluster_lake(folder: Path, samples: int, seed: int = 0) -> Path:
                            out / f"part-{start // per_file:05d}.parquet")
     done.touch()
     return folder
+
+
 def make_segments_table(folder: Path, rows: int, seed: int = 0) -> Path:
     """``folder/segments-<rows>.parquet``: a binary table of ``rows`` rows, with segment columns
     ``one`` (each row its own segment) and ``few`` (8 segments)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     path = folder / f"segments-{rows}.parquet"
     if path.exists():
         return path
@@ -298,6 +309,8 @@ def _mllib(lake: Path) -> dict:
 
 
 def _sklearn(lake: Path) -> dict:
+    import numpy as np
+    import pyarrow.dataset as pads
     from sklearn.metrics import (
         average_precision_score,
         precision_recall_fscore_support,
@@ -330,6 +343,7 @@ def _sklearn(lake: Path) -> dict:
 
 
 def _sklearn_clusters(lake: Path) -> dict:
+    import pyarrow.dataset as pads
     from sklearn import metrics as skm
 
     dataset = pads.dataset(lake, format="parquet", partitioning="hive")
