@@ -15,7 +15,7 @@ from mleval_sql.engines.base import BaseEngine, Canonical, canonical_columns
 from mleval_sql.progress import stage
 from mleval_sql.registry import AVERAGING, STEPS
 from mleval_sql.schema import Columns
-from mleval_sql.sources import Source
+from mleval_sql.sources import InMemory, Source
 
 
 class PolarsEngine(BaseEngine):
@@ -45,6 +45,14 @@ class PolarsEngine(BaseEngine):
         self.unit_weights = weight is None  # every weight is 1: plans may count in integers
         self.summary_plan = plans.cluster_summary if clustering else plans.validate_summary
         self.collect_engine = "streaming" if memory_limit else "auto"
+        # without a budget the canonical rows of files are read once, held for the checks and
+        # the metrics (the sorts of the metrics hold every row anyway); a frame in memory is
+        # read as it is
+        self.hold = memory_limit is None and not isinstance(source, InMemory)
+        self.held: pl.LazyFrame | None = None
+
+    def close(self) -> None:
+        self.held = None
 
     def _segment_counts(self) -> pl.DataFrame:
         return self.source.group_by(self.by).agg(n=pl.len()).collect(engine=self.collect_engine)
@@ -54,7 +62,11 @@ class PolarsEngine(BaseEngine):
         """The canonical rows of the segments in ``keys``: a few by a filter on the source's
         own columns (which reaches the parquet reader, so it skips other hive partitions), many
         by a semi-join."""
-        if keys is None:
+        if keys is None and self.hold:
+            if self.held is None:
+                self.held = self._canonical(self.source).collect().lazy()
+            yield self.held
+        elif keys is None:
             yield self._canonical(self.source)
         elif few:
             yield self._canonical(self.source.filter(pl.any_horizontal(
