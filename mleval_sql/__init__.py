@@ -5,13 +5,27 @@
 ['accuracy', 'adjusted_accuracy', 'adjusted_mutual_info']
 """
 
+from typing import Any
+
 from mleval_sql import plot
 from mleval_sql.api import check, curve, evaluate
 from mleval_sql.registry import METRICS
-from mleval_sql.reporting import report
 from mleval_sql.schema import Columns, InputError
-from mleval_sql.statement import sql
 
 __all__ = ["METRICS", "Columns", "InputError", "check", "curve", "evaluate", "plot", "report",
            "sql"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    """``sql`` and ``report`` on first use: rendering SQL imports sqlglot and a report its
+    templates, which an evaluation needs neither of."""
+    if name == "sql":
+        from mleval_sql.statement import sql
+
+        return sql
+    if name == "report":
+        from mleval_sql.reporting import report
+
+        return report
+    raise AttributeError(f"module 'mleval_sql' has no attribute {name!r}")

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import difflib
 import logging
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-import duckdb
 import polars as pl
 
 from mleval_sql import clustering
@@ -52,8 +52,11 @@ LOG = logging.getLogger("mleval_sql")
 DEFAULT_METRICS = ("accuracy", "precision", "recall", "f1")
 CurveKind = Literal["roc", "pr", "sweep", "reliability"]
 SWEEP_METRICS = ("tp", "fp", "fn", "tn", "precision", "recall")
-#: What the engines raise when they cannot read or run something.
-ENGINE_ERRORS = (duckdb.Error, pl.exceptions.PolarsError, OSError)
+def engine_errors() -> tuple[type[BaseException], ...]:
+    """What the engines raise when they cannot read or run something (DuckDB's errors where
+    DuckDB is imported: a polars run does not import it)."""
+    duckdb = sys.modules.get("duckdb")
+    return (pl.exceptions.PolarsError, OSError, *([duckdb.Error] if duckdb else []))
 
 
 @dataclass
@@ -316,7 +319,7 @@ def _prepared(source: Any, *, by: list[str], task: Task | None, engine: EngineNa
             return
         task = check_summary(summary, cols, weight, task)
         yield runner, task, lambda metrics: check_probabilities(summary, cols, metrics)
-    except ENGINE_ERRORS as error:
+    except engine_errors() as error:
         # a corrupt page shows only when read, and the engines' errors may not name the file
         found = src.unreadable(used) if isinstance(src, Parquet) else None
         if found is not None:

@@ -31,8 +31,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import PurePosixPath
 from typing import Protocol
 
-import pyarrow as pa
-import pyarrow.parquet as pq
+import polars as pl
 
 from mleval_sql.schema import InputError
 
@@ -165,11 +164,13 @@ def _remote(path: str) -> bool:
     return "://" in path
 
 
-def parquet_schema(file: str) -> pa.Schema:
-    """The schema in ``file``'s footer, or an ``InputError`` naming the file."""
+def parquet_schema(file: str) -> pl.Schema:
+    """The schema in ``file``'s footer (as polars reads it), or an ``InputError`` naming the
+    file."""
     try:
-        return pq.read_schema(file)
-    except (OSError, pa.ArrowException) as error:
+        with open(file, "rb") as handle:  # a file, not a path polars would glob
+            return pl.read_parquet_schema(handle)
+    except (OSError, pl.exceptions.PolarsError) as error:
         raise InputError(f"cannot read {file}: {_reason(error)}") from error
 
 
@@ -188,8 +189,7 @@ def check_agreement(files: Sequence[str], columns: Iterable[str]) -> None:
     for file in files[1:]:
         schema = parquet_schema(file)
         for name in names:
-            mine = first.field(name).type if name in first.names else None
-            theirs = schema.field(name).type if name in schema.names else None
+            mine, theirs = first.get(name), schema.get(name)
             if mine == theirs:
                 continue
             if mine is None or theirs is None:
@@ -203,6 +203,9 @@ def check_agreement(files: Sequence[str], columns: Iterable[str]) -> None:
 def find_unreadable(files: Sequence[str], columns: Iterable[str]) -> InputError | None:
     """An ``InputError`` naming the first of ``files`` whose ``columns`` cannot be read in full
     (a corrupt page), or None: what an engine's read error is traced back to. Reads every file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     for file in files:
         try:
             reader = pq.ParquetFile(file)
@@ -216,6 +219,6 @@ def find_unreadable(files: Sequence[str], columns: Iterable[str]) -> InputError 
 
 def _reason(error: BaseException) -> str:
     text = " ".join(str(error).split())
-    if isinstance(error, (pa.ArrowInvalid, OSError)) and "magic bytes" in text:
+    if any(sign in text for sign in ("magic bytes", "must end with PAR1", "header and footer")):
         return "not a parquet file, or truncated (no parquet footer)"
     return text or type(error).__name__

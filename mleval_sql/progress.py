@@ -11,20 +11,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    Progress,
-    ProgressColumn,
-    SpinnerColumn,
-    Task,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
-from rich.text import Text
+if TYPE_CHECKING:  # rich is imported when there is a terminal to draw on
+    from rich.progress import Progress, TaskID
 
 T = TypeVar("T")
 
@@ -46,11 +36,27 @@ class Stage:
             self.progress.refresh()
 
 
-class _Count(ProgressColumn):
-    """``3/8`` where the work is countable, nothing otherwise."""
+def _display() -> Progress:
+    """The display: spinner, stage, bar, ``3/8`` where the work is countable, elapsed time."""
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        ProgressColumn,
+        SpinnerColumn,
+        Task,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+    from rich.text import Text
 
-    def render(self, task: Task) -> Text:
-        return Text("" if task.total is None else f"{task.completed:.0f}/{task.total:.0f}")
+    class Count(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            return Text("" if task.total is None else f"{task.completed:.0f}/{task.total:.0f}")
+
+    return Progress(SpinnerColumn(), TextColumn("mleval: {task.description}"), BarColumn(),
+                    Count(), TimeElapsedColumn(), console=Console(file=sys.stderr),
+                    transient=True)
 
 
 _active: Progress | None = None  # one display at a time: nested stages add lines to it
@@ -72,9 +78,7 @@ def stage(what: str, total: int | None = None) -> Iterator[Stage]:
         finally:
             _active.remove_task(task)
         return
-    progress = Progress(SpinnerColumn(), TextColumn("mleval: {task.description}"),
-                        BarColumn(), _Count(), TimeElapsedColumn(),
-                        console=Console(file=sys.stderr), transient=True)
+    progress = _display()
     with progress:
         _active = progress
         try:

@@ -22,15 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import duckdb
 import polars as pl
-import pyarrow as pa
 
 from mleval_sql import files as listing
 from mleval_sql.lakes import AsOf, Lake, StorageOptions, open_lake
 from mleval_sql.schema import InputError
 
 if TYPE_CHECKING:
+    import duckdb
     import pyarrow.dataset as pads
 
 
@@ -154,17 +153,17 @@ def as_source(data: Any, *, storage_options: StorageOptions | None = None,
         return InMemory(enums_as_strings(data))
     if isinstance(data, pl.DataFrame):
         return InMemory(enums_as_strings(data.lazy()))
-    if isinstance(data, pa.Table):
+    # pyarrow, pyarrow.dataset (which imports pandas: half a second a run) and duckdb are not
+    # imported to look at what was given: their objects exist only once they are imported
+    pa, pads, duckdb = map(sys.modules.get, ("pyarrow", "pyarrow.dataset", "duckdb"))
+    if pa is not None and isinstance(data, pa.Table):
         return InMemory(enums_as_strings(pl.from_arrow(data).lazy()))  # type: ignore[union-attr]
-    if isinstance(data, pa.RecordBatchReader):
+    if pa is not None and isinstance(data, pa.RecordBatchReader):
         # a reader can be read once, and evaluation scans twice (checks, then metrics)
         return InMemory(enums_as_strings(pl.from_arrow(data.read_all()).lazy()))  # type: ignore[union-attr]
-    # pyarrow.dataset imports pandas (half a second a run): a Dataset exists only once it is
-    # imported, so it is looked up, never imported, here
-    pads = sys.modules.get("pyarrow.dataset")
     if pads is not None and isinstance(data, pads.Dataset):
         return ArrowDataset(data)
-    if isinstance(data, duckdb.DuckDBPyRelation):
+    if duckdb is not None and isinstance(data, duckdb.DuckDBPyRelation):
         return DuckDBRelation(data)
     if type(data).__module__.split(".")[0] == "pandas":
         return InMemory(enums_as_strings(pl.from_pandas(data).lazy()))

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import polars as pl
-import pyarrow as pa
 
 from mleval_sql.lakes.stores import (
     Location,
@@ -31,7 +30,8 @@ from mleval_sql.lakes.stores import (
 )
 from mleval_sql.schema import InputError
 
-if TYPE_CHECKING:  # pyarrow.dataset imports pandas (half a second): only where it is used
+if TYPE_CHECKING:  # pyarrow (pyarrow.dataset imports pandas: half a second) where it is used
+    import pyarrow as pa
     import pyarrow.dataset as pads
 
 AsOf = int | str | datetime
@@ -137,6 +137,7 @@ def parquet_lake(locations: list[Location], options: StorageOptions | None) -> L
                                storage_options=readable)
 
     def dataset() -> pads.Dataset:
+        import pyarrow as pa
         import pyarrow.dataset as pads
 
         # a partition column gets the type a file holding it has, else polars' type, so both
@@ -154,6 +155,8 @@ def parquet_lake(locations: list[Location], options: StorageOptions | None) -> L
 
 def arrow_type(dtype: pl.DataType) -> pa.DataType:
     """The Arrow type of a polars dtype, with plain (not large or view) strings."""
+    import pyarrow as pa
+
     kind = pl.Series([], dtype=dtype).to_arrow().type
     return pa.string() if pa.types.is_large_string(kind) or pa.types.is_string_view(kind) \
         else kind

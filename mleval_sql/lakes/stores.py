@@ -21,9 +21,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
-
-import pyarrow.fs as pafs
+from typing import TYPE_CHECKING, Literal
 
 from mleval_sql.files import not_data
 from mleval_sql.schema import InputError
@@ -32,6 +30,9 @@ Cloud = Literal["s3", "gcs", "azure"]
 SCHEMES: dict[str, Cloud] = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "az": "azure",
                              "azure": "azure", "abfs": "azure", "abfss": "azure", "adl": "azure"}
 GLOB = re.compile(r"[*?\[]")
+
+if TYPE_CHECKING:  # pyarrow's filesystems are imported where a store is used
+    import pyarrow.fs as pafs
 
 # object_store key (without the cloud prefix) -> pyarrow filesystem argument
 _ARROW_KEYS: dict[Cloud, dict[str, str]] = {
@@ -168,6 +169,8 @@ def arrow_options(cloud: Cloud, options: Mapping[str, str] | None,
 
 def filesystem(location: Location, options: Mapping[str, str] | None) -> pafs.FileSystem:
     """A pyarrow filesystem for ``location``, configured as polars' reader would be."""
+    import pyarrow.fs as pafs
+
     kwargs = arrow_options(location.cloud, options)
     try:
         if location.cloud == "s3":
@@ -206,6 +209,8 @@ def list_files(location: Location, fs: pafs.FileSystem) -> list[str]:
     """The lake's data files once, as ``container/key`` paths, sorted: the object itself, or
     every ``.parquet`` object below the prefix but those :func:`hidden` skips; a pattern only
     when no object or prefix has that literal name."""
+    import pyarrow.fs as pafs
+
     try:
         info = fs.get_file_info(location.arrow_path)
         if info.type == pafs.FileType.File:
@@ -230,6 +235,8 @@ def list_files(location: Location, fs: pafs.FileSystem) -> list[str]:
 
 def _nothing_at(location: Location, fs: pafs.FileSystem, pattern: str | None) -> InputError:
     """Why nothing was found: no bucket, no such object, or no data files there."""
+    import pyarrow.fs as pafs
+
     try:
         bucket = fs.get_file_info(location.container).type
     except OSError as error:

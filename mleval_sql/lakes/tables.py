@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
-import pyarrow.fs as pafs
 
 from mleval_sql.lakes import AsOf, Lake, StorageOptions, local_dir
 from mleval_sql.lakes.stores import (
@@ -32,6 +31,7 @@ from mleval_sql.schema import InputError
 
 if TYPE_CHECKING:  # imports pandas (half a second): only where a dataset is read
     import pyarrow.dataset as pads
+    import pyarrow.fs as pafs
 
 EXTRAS = {"deltalake": "delta", "pyiceberg": "iceberg"}
 _METADATA = re.compile(r"^(?:v)?(\d+)(?:-[^/]*)?\.metadata\.json$")
@@ -50,6 +50,8 @@ def kind_of(text: str, options: StorageOptions | None) -> Literal["delta", "iceb
     """``delta`` for a folder holding ``_delta_log/``, ``iceberg`` for one whose ``metadata/``
     holds ``*.metadata.json`` files, else None."""
     if is_remote(text):
+        import pyarrow.fs as pafs
+
         location = Location.parse(text)
         if not location.key or re.search(r"[*?\[]", location.key):
             return None
@@ -73,6 +75,8 @@ def kind_of(text: str, options: StorageOptions | None) -> Literal["delta", "iceb
 
 
 def _metadata_files(fs: pafs.FileSystem, folder: str) -> list[str]:
+    import pyarrow.fs as pafs
+
     found = fs.get_file_info(pafs.FileSelector(folder, allow_not_found=True))
     return [i.path for i in found if _METADATA.match(i.base_name)]
 
@@ -221,6 +225,8 @@ def _iceberg_snapshot(table: Any, name: str, as_of: AsOf | None) -> Any:
 def _arrow_files(files: list[str], options: StorageOptions | None,
                  ) -> tuple[pafs.FileSystem, list[str]]:
     """A pyarrow filesystem and the paths it takes for data files named by URL."""
+    import pyarrow.fs as pafs
+
     if files and is_remote(files[0]):
         first = Location.parse(files[0])
         return filesystem(first, options), [Location.parse(f).arrow_path for f in files]
