@@ -11,7 +11,7 @@ import pytest
 import mleval_sql as me
 from mleval_sql.registry import METRICS as REGISTRY
 from tests.data import make_predictions
-from tests.helpers import assert_same_rows
+from tests.helpers import assert_frames_close, assert_same_rows
 
 METRICS = ["roc_auc", "average_precision", "f1", "precision"]
 
@@ -82,3 +82,30 @@ def test_a_budget_reads_a_lake_one_partition_at_a_time(engine, frame, tmp_path):
     bounded = me.evaluate(str(tmp_path), METRICS, memory_limit="200MB", **options)
     assert free[awkward].null_count() > 0
     assert_same_rows(bounded, free, ["model", awkward], rel=1e-12)
+
+
+@pytest.mark.parametrize("by", [["region"], ["region", "model"]])
+@pytest.mark.parametrize("task", ["binary", "multilabel", "multiclass", "regression"])
+def test_held_rows_evaluated_in_batches_change_no_metric(task, by, monkeypatch):
+    """Without a budget polars holds the rows and evaluates batches of whole segments, slices
+    of the rows ordered by segment (sorted first, as here, where a segment's rows are apart):
+    every metric and curve equal to those of one batch, with a null segment, a segment by two
+    columns, weighted and not."""
+    data = (make_predictions(task, seed=8, n_samples=200)
+            .with_columns(region=pl.when(pl.col("region") != "one_class")
+                          .then(pl.col("region")))  # a segment of nulls
+            .sample(fraction=1.0, shuffle=True, seed=3))
+    names = [m for m, metric in REGISTRY.items() if task in metric.families]
+    for weighted in (True, False):
+        options = dict(by=by, task=task, engine="polars",
+                       columns=None if weighted else {"weight": None})
+        monkeypatch.setattr("mleval_sql.engines.polars.engine.HELD_BATCH_ROWS", 10**9)
+        whole = me.evaluate(data, names, **options)
+        curves = [] if task == "regression" else [me.curve(data, kind, by=by, engine="polars")
+                                                  for kind in ("roc", "pr")]
+        monkeypatch.setattr("mleval_sql.engines.polars.engine.HELD_BATCH_ROWS", 150)
+        assert_same_rows(me.evaluate(data, names, **options), whole, by, rel=1e-12)
+        for kind, curve in zip(("roc", "pr"), curves, strict=False):
+            keys = [*by, "label", "threshold"]
+            assert_frames_close(me.curve(data, kind, by=by, engine="polars").sort(keys),
+                                curve.sort(keys))

@@ -4,29 +4,40 @@ from __future__ import annotations
 
 import inspect
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from itertools import pairwise
 
 import polars as pl
 
 from mleval_sql.engines import Keep
 from mleval_sql.engines import polars as plans
 from mleval_sql.engines.base import BaseEngine, Canonical, canonical_columns
+from mleval_sql.engines.segments import merge_batches, with_progress
 from mleval_sql.progress import stage
 from mleval_sql.registry import AVERAGING, STEPS
 from mleval_sql.schema import Columns
-from mleval_sql.sources import InMemory, Source
+from mleval_sql.sources import Source
+
+#: Rows of whole segments evaluated together when the input is held (no budget): one sort of
+#: tens of millions of rows costs more than its parts (30M rows, exact request: 9.8 s in one
+#: batch, 8.5 s in batches of up to 6M rows, the segments of 3.75M rows).
+HELD_BATCH_ROWS = 6_000_000
 
 
 class PolarsEngine(BaseEngine):
     """Evaluate with polars.
 
-    With a ``memory_limit`` the streaming engine runs the plans, in batches of segments of
-    about the budget's rows (engines/base.py): every metric lives within a segment, so only
-    one batch's statistics are held (a parquet lake partitioned by the segment columns is then
-    read a few partitions at a time). polars has no byte budget of its own: its peak is not
-    bounded by the limit, and a warning says so. ``clustering``: the input is a clustering
-    table (sample, truth, cluster, weight), checked by cluster_summary.
+    Without a budget the canonical rows are read once and held: the checks run on all of
+    them, the metrics on batches of whole segments of about :data:`HELD_BATCH_ROWS` rows
+    (slices of the held rows), whose sorts run faster than one sort of tens of millions of
+    rows. With a ``memory_limit`` the streaming engine runs the plans, in batches of segments
+    of about the budget's rows (engines/base.py), each read from the source when its turn
+    comes: every metric lives within a segment, so only one batch's statistics are held (a
+    parquet lake partitioned by the segment columns is then read a few partitions at a time).
+    polars has no byte budget of its own: its peak is not bounded by the limit, and a warning
+    says so. ``clustering``: the input is a clustering table (sample, truth, cluster, weight),
+    checked by cluster_summary.
     """
 
     name = "polars"
@@ -45,11 +56,23 @@ class PolarsEngine(BaseEngine):
         self.unit_weights = weight is None  # every weight is 1: plans may count in integers
         self.summary_plan = plans.cluster_summary if clustering else plans.validate_summary
         self.collect_engine = "streaming" if memory_limit else "auto"
-        # without a budget the canonical rows of files are read once, held for the checks and
-        # the metrics (the sorts of the metrics hold every row anyway); a frame in memory is
-        # read as it is
-        self.hold = memory_limit is None and not isinstance(source, InMemory)
-        self.held: pl.LazyFrame | None = None
+        self.held: pl.DataFrame | None = None  # without a budget: the canonical rows
+
+    def summary(self) -> pl.DataFrame:
+        if self.budget is not None:
+            return super().summary()
+        self.held = self._canonical(self.source).collect()
+        return self._summary(self.held.lazy())
+
+    def results(self, steps: Iterable[str], params: dict[str, object], *,
+                numeric_truth: bool = False, keep: Keep | None = None) -> dict[str, pl.DataFrame]:
+        if self.held is None:
+            return super().results(steps, params, numeric_truth=numeric_truth, keep=keep)
+        steps = list(steps)
+        parts = [self._results(rows.lazy(), steps, params, numeric_truth=numeric_truth,
+                               keep=keep or {})
+                 for rows in with_progress(in_batches(self.held, HELD_BATCH_ROWS), "metrics")]
+        return parts[0] if len(parts) == 1 else merge_batches(parts)
 
     def close(self) -> None:
         self.held = None
@@ -62,11 +85,7 @@ class PolarsEngine(BaseEngine):
         """The canonical rows of the segments in ``keys``: a few by a filter on the source's
         own columns (which reaches the parquet reader, so it skips other hive partitions), many
         by a semi-join."""
-        if keys is None and self.hold:
-            if self.held is None:
-                self.held = self._canonical(self.source).collect().lazy()
-            yield self.held
-        elif keys is None:
+        if keys is None:
             yield self._canonical(self.source)
         elif few:
             yield self._canonical(self.source.filter(pl.any_horizontal(
@@ -127,6 +146,35 @@ def _expression(column: Canonical) -> pl.Expr:
     expr = pl.lit(column.value) if column.column is None else pl.col(column.column)
     cast = {"double": pl.Float64, "bool": pl.Boolean}.get(column.cast or "")
     return (expr if cast is None else expr.cast(cast)).alias(column.name)
+
+
+def in_batches(rows: pl.DataFrame, size: int) -> list[pl.DataFrame]:
+    """``rows`` in batches of whole segments of at most ``size`` rows (a larger segment alone),
+    as slices of them ordered by segment (sorted first only where a segment's rows are not
+    together already, as they are when read from a lake partitioned by the segment).
+
+    >>> rows = pl.DataFrame({"segment": ["a", "b", "a", "c"], "x": [1, 2, 3, 4]})
+    >>> [part["segment"].to_list() for part in in_batches(rows, 2)]
+    [['a', 'a'], ['b', 'c']]
+    >>> [part.height for part in in_batches(rows, 1)]  # a segment larger than size: alone
+    [2, 1, 1]
+    """
+    if rows.height <= size:
+        return [rows]
+    segment = pl.col("segment")
+    changes = segment.ne_missing(segment.shift(1)).fill_null(True)
+    starts = rows.select(pl.arg_where(changes)).to_series()
+    if starts.len() != rows.select(segment.n_unique()).item():  # a segment in several runs
+        order = segment.to_physical() if rows.schema["segment"] == pl.Categorical else segment
+        rows = rows.sort(order, maintain_order=True, nulls_last=True)
+        starts = rows.select(pl.arg_where(changes)).to_series()
+    bounds, filled = [0], 0  # a batch ends before the segment that would take it past size
+    for start, end in pairwise([*starts, rows.height]):
+        if filled and filled + end - start > size:
+            bounds.append(start)
+            filled = 0
+        filled += end - start
+    return [rows.slice(a, b - a) for a, b in pairwise([*bounds, rows.height])]
 
 
 def as_text(frame: pl.DataFrame) -> pl.DataFrame:
