@@ -13,7 +13,7 @@ one-row segments together, so that the number of segments is never the unit of c
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TypeVar
 
 import polars as pl
@@ -33,16 +33,31 @@ FEW_SEGMENTS = 64
 
 def batches(counts: pl.DataFrame, by: Sequence[str], budget: int) -> list[pl.DataFrame]:
     """The segments of ``counts`` (the segment columns ``by`` and their row count ``n``) in
-    batches of at most ``budget / ROW_BYTES`` rows plus one segment, as frames of ``by``.
+    batches of at most ``budget / ROW_BYTES`` rows (:func:`packed`), as frames of ``by``.
 
-    >>> counts = pl.DataFrame({"model": ["a", "b", "c"], "n": [600_000, 500_000, 5_000_000]})
+    >>> counts = pl.DataFrame({"model": ["a", "b", "c"], "n": [400_000, 500_000, 5_000_000]})
     >>> [b["model"].to_list() for b in batches(counts, ["model"], 250_000_000)]
     [['a', 'b'], ['c']]
     """
-    rows = max(budget // ROW_BYTES, 1)
-    start = pl.col("n").cum_sum() - pl.col("n")
-    numbered = counts.sort(by, nulls_last=True).with_columns(batch=start // rows)
+    ordered = counts.sort(by, nulls_last=True)
+    numbered = ordered.with_columns(batch=pl.Series(packed(ordered["n"], budget // ROW_BYTES)))
     return [part.select(by) for part in numbered.partition_by("batch", maintain_order=True)]
+
+
+def packed(sizes: Iterable[int], rows: int) -> list[int]:
+    """The batch of each segment of ``sizes`` rows, in order: a batch takes segments until the
+    next would take it past ``rows`` rows (a larger segment is a batch of its own).
+
+    >>> packed([3, 3, 5, 1, 1], 4)
+    [0, 1, 2, 3, 3]
+    """
+    numbers, batch, filled = [], 0, 0
+    for size in sizes:
+        if filled and filled + size > rows:
+            batch, filled = batch + 1, 0
+        numbers.append(batch)
+        filled += size
+    return numbers
 
 
 def with_progress(segments: Sequence[T], what: str) -> Iterator[T]:

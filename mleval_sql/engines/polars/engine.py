@@ -13,7 +13,7 @@ import polars as pl
 from mleval_sql.engines import Keep
 from mleval_sql.engines import polars as plans
 from mleval_sql.engines.base import BaseEngine, Canonical, canonical_columns
-from mleval_sql.engines.segments import merge_batches, with_progress
+from mleval_sql.engines.segments import merge_batches, packed, with_progress
 from mleval_sql.progress import stage
 from mleval_sql.registry import AVERAGING, STEPS
 from mleval_sql.schema import Columns
@@ -168,12 +168,10 @@ def in_batches(rows: pl.DataFrame, size: int) -> list[pl.DataFrame]:
         order = segment.to_physical() if rows.schema["segment"] == pl.Categorical else segment
         rows = rows.sort(order, maintain_order=True, nulls_last=True)
         starts = rows.select(pl.arg_where(changes)).to_series()
-    bounds, filled = [0], 0  # a batch ends before the segment that would take it past size
-    for start, end in pairwise([*starts, rows.height]):
-        if filled and filled + end - start > size:
-            bounds.append(start)
-            filled = 0
-        filled += end - start
+    starts = starts.to_list()
+    batch = packed([end - start for start, end in pairwise([*starts, rows.height])], size)
+    bounds = [start for start, this, last in zip(starts, batch, [-1, *batch], strict=False)
+              if this != last]
     return [rows.slice(a, b - a) for a, b in pairwise([*bounds, rows.height])]
 
 
