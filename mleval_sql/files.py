@@ -88,6 +88,8 @@ def snapshot(paths: Sequence[str | os.PathLike[str]], filesystem: Filesystem | N
     files: dict[str, None] = {}
     for given in paths:
         path = os.fspath(given)
+        if filesystem is None:  # lake/model=a/.. is lake: a key=value folder left in a path
+            path = os.path.normpath(path)  # would read as a column of every file below it
         if fs.exists(path):
             found = _in_folder(fs, path, suffixes) if fs.isdir(path) else [path]
             if not found:

@@ -87,6 +87,15 @@ def test_an_existing_path_is_literal_and_only_a_missing_one_a_glob(engine, tmp_p
     assert "no parquet or CSV files match" in err and "nothing*" in err
 
 
+def test_a_path_through_a_partition_folder_and_back_is_the_folder(engine, tmp_path, capsys):
+    """lake/model=a/.. is the lake: read as given, model=a would be a column of every file."""
+    lake = write_lake(tmp_path / "lake")
+    expected = cli(capsys, "evaluate", lake, *ARGS, "--engine", engine)
+    assert expected[0] == 0
+    assert cli(capsys, "evaluate", lake / "model=a" / "..", *ARGS, "--engine", engine) \
+        == expected
+
+
 def test_the_input_is_listed_once(engine, tmp_path):
     """Every stage and segment reads the files listed when the source was made: a file added
     afterwards is not read, one removed is an error naming it."""
