@@ -8,7 +8,8 @@ engine, by scikit-learn per group, and by a plain scan (the floor), in one run o
 
 Every step runs in its own child process; the parent reports its wall time, CPU time (user +
 system, less disturbed by other work on the machine) and peak RSS (from ``wait4``) and checks
-that every engine's numbers equal scikit-learn's. Steps:
+that every engine's numbers equal scikit-learn's. With ``--repeat N`` it runs N rounds of every
+step and reports medians: on a shared machine one run's wall time moves by a third. Steps:
 
 - ``exact-<engine>``: ROC AUC and average precision per (segment, label), plus precision,
   recall, F1 at 0.5 per label and macro-averaged, in one request;
@@ -54,6 +55,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -377,6 +379,15 @@ def measure(step: str, lake: Path | str, memory_limit: str | None, label: str = 
             "cpu_seconds": usage.ru_utime + usage.ru_stime, "numbers": json.loads(output)}
 
 
+def median_run(runs: list[dict]) -> dict:
+    """One step's repeated runs as one: median wall and CPU time, the largest peak RSS, the
+    range of wall times, and the numbers of the first run (those checked)."""
+    walls = sorted(r["seconds"] for r in runs)
+    return {**runs[0], "seconds": statistics.median(walls), "wall_range": (walls[0], walls[-1]),
+            "cpu_seconds": statistics.median(r["cpu_seconds"] for r in runs),
+            "peak_rss_mib": max(r["peak_rss_mib"] for r in runs), "runs": len(runs)}
+
+
 def agreement(result: dict, oracle: dict) -> float:
     """The largest relative difference on the numbers both computed."""
     shared = set(result) & set(oracle)
@@ -391,10 +402,11 @@ def report(rows: list[dict], samples: int) -> str:
             f"segments); clustering: {samples:,} rows, {CLASSES} classes x {CLUSTERS} clusters")
     if all(r["step"] in CARDINALITY for r in rows):
         lake = f"{samples:,} (binary; many: a segment per row, few: {SEGMENTS} segments)"
-    lines = [f"rows: {lake}", "",
+    repeated = rows[0].get("runs", 1) > 1
+    lines = [f"rows: {lake}" + (f"; median of {rows[0]['runs']} runs" if repeated else ""), "",
              "| step | wall s | CPU s | peak RSS MiB | sklearn / step | step / scan "
-             "| max rel diff |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             "| max rel diff |" + (" wall s, min-max |" if repeated else ""),
+             "|---|---:|---:|---:|---:|---:|---:|" + ("---:|" if repeated else "")]
     for r in rows:
         prefix = "cluster-" if r["step"].startswith("cluster-") else ""
         sk, scan = by_step.get(f"{prefix}sklearn"), by_step.get(f"{prefix}scan")
@@ -403,7 +415,8 @@ def report(rows: list[dict], samples: int) -> str:
         diff = r.get("max_rel_diff")
         lines.append(f"| {r['step']} | {r['seconds']:.1f} | {r['cpu_seconds']:.1f} "
                      f"| {r['peak_rss_mib']:.0f} | {vs_sk} "
-                     f"| {vs_scan} | {'-' if diff is None else f'{diff:.1e}'} |")
+                     f"| {vs_scan} | {'-' if diff is None else f'{diff:.1e}'} |" +
+                     (" {:.1f}-{:.1f} |".format(*r["wall_range"]) if repeated else ""))
     return "\n".join(lines)
 
 
@@ -418,6 +431,8 @@ def main() -> None:
                         help="comma-separated, of "
                         f"{', '.join(STEPS + CLUSTER_STEPS + CARDINALITY + SPARK_STEPS)}")
     parser.add_argument("--memory-limit", default=None, help="e.g. 1GB, for both engines")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds of every step; "
+                        "the report gives medians (and the range of wall times)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--store", help="also read the lake from object storage under this "
                         "URL (s3://, gs://, az://), or from moto's S3 server on 127.0.0.1: "
@@ -445,13 +460,17 @@ def main() -> None:
         if set(steps) & set(CARDINALITY):
             lakes["segments"] = make_segments_table(args.folder, samples)
         remote = upload_lake(lakes["lake"], store) if store and "lake" in lakes else None
-        rows = []
-        for step in steps:  # each step from the store right after the same on local disk
-            which = "cluster" if step in CLUSTER_STEPS else "segments" if step in CARDINALITY \
-                else "lake"
-            rows.append(measure(step, lakes[which], args.memory_limit))
-            if remote and step in STEPS and step not in ("sklearn", "scan"):
-                rows.append(measure(step, remote, args.memory_limit, " @store"))
+        runs: dict[str, list[dict]] = {}
+        for _ in range(args.repeat):  # rounds of every step: a drift of the machine hits all
+            for step in steps:  # each step from the store right after the same on local disk
+                which = "cluster" if step in CLUSTER_STEPS else "segments" \
+                    if step in CARDINALITY else "lake"
+                run = measure(step, lakes[which], args.memory_limit)
+                runs.setdefault(run["step"], []).append(run)
+                if remote and step in STEPS and step not in ("sklearn", "scan"):
+                    run = measure(step, remote, args.memory_limit, " @store")
+                    runs.setdefault(run["step"], []).append(run)
+        rows = [median_run(r) for r in runs.values()]
         oracles = {r["step"]: r["numbers"] for r in rows if r["step"].endswith("sklearn")}
         for r in rows:
             oracle = oracles.get("cluster-sklearn" if r["step"].startswith("cluster-")
