@@ -381,9 +381,10 @@ def measure(step: str, lake: Path | str, memory_limit: str | None, label: str = 
 
 def median_run(runs: list[dict]) -> dict:
     """One step's repeated runs as one: median wall and CPU time, the largest peak RSS, the
-    range of wall times, and the numbers of the first run (those checked)."""
+    range of wall times, and every run's numbers (each is checked)."""
     walls = sorted(r["seconds"] for r in runs)
-    return {**runs[0], "seconds": statistics.median(walls), "wall_range": (walls[0], walls[-1]),
+    return {**runs[0], "numbers": [r["numbers"] for r in runs], "seconds":
+            statistics.median(walls), "wall_range": (walls[0], walls[-1]),
             "cpu_seconds": statistics.median(r["cpu_seconds"] for r in runs),
             "peak_rss_mib": max(r["peak_rss_mib"] for r in runs), "runs": len(runs)}
 
@@ -420,6 +421,12 @@ def report(rows: list[dict], samples: int) -> str:
     return "\n".join(lines)
 
 
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {text!r}")
+    return int(text)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=lambda s: int(s.replace("_", "")),
@@ -431,7 +438,7 @@ def main() -> None:
                         help="comma-separated, of "
                         f"{', '.join(STEPS + CLUSTER_STEPS + CARDINALITY + SPARK_STEPS)}")
     parser.add_argument("--memory-limit", default=None, help="e.g. 1GB, for both engines")
-    parser.add_argument("--repeat", type=int, default=1, help="rounds of every step; "
+    parser.add_argument("--repeat", type=_positive, default=1, help="rounds of every step; "
                         "the report gives medians (and the range of wall times)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--store", help="also read the lake from object storage under this "
@@ -471,13 +478,13 @@ def main() -> None:
                     run = measure(step, remote, args.memory_limit, " @store")
                     runs.setdefault(run["step"], []).append(run)
         rows = [median_run(r) for r in runs.values()]
-        oracles = {r["step"]: r["numbers"] for r in rows if r["step"].endswith("sklearn")}
+        oracles = {r["step"]: r["numbers"][0] for r in rows if r["step"].endswith("sklearn")}
         for r in rows:
             oracle = oracles.get("cluster-sklearn" if r["step"].startswith("cluster-")
                                  else "sklearn")
             if oracle and r["step"].startswith(("exact", "binned", "sweep", "threshold", "mllib",
                                                 "cluster-duckdb", "cluster-polars")):
-                r["max_rel_diff"] = agreement(r["numbers"], oracle)
+                r["max_rel_diff"] = max(agreement(n, oracle) for n in r["numbers"])
         print(report(rows, samples), "\n", flush=True)
         summary.append({"samples": samples, "steps": {r["step"]: r["seconds"] for r in rows}})
     if len(summary) > 1:
