@@ -87,21 +87,23 @@ def snapshot(paths: Sequence[str | os.PathLike[str]], filesystem: Filesystem | N
     kinds = kinds or " or ".join(s.lstrip(".") for s in suffixes)
     files: dict[str, None] = {}
     for given in paths:
-        path = os.fspath(given)
-        if filesystem is None:  # lake/model=a/.. is lake: a key=value folder left in a path
-            path = os.path.normpath(path)  # would read as a column of every file below it
+        path = text = os.fspath(given)  # messages name the path as given
+        if filesystem is None and not _remote(path):
+            # lake/model=a/.. is lake: a key=value folder left in the path would read as a
+            # column of every file below it
+            path = os.path.normpath(path)
         if fs.exists(path):
             found = _in_folder(fs, path, suffixes) if fs.isdir(path) else [path]
             if not found:
-                raise InputError(f"no {kinds} files match {path} (names starting with _ or . "
+                raise InputError(f"no {kinds} files match {text} (names starting with _ or . "
                                  "are not data)")
         elif any(ch in path for ch in GLOB_CHARS):
             found = _globbed(fs, path, suffixes)
             if not found:
-                raise InputError(f"no {kinds} files match {path} (names starting with _ or . "
+                raise InputError(f"no {kinds} files match {text} (names starting with _ or . "
                                  "are not data)")
         else:
-            raise InputError(f"no such file or folder: {path}")
+            raise InputError(f"no such file or folder: {text}")
         files.update(dict.fromkeys(sorted(found)))
     return tuple(files)
 

@@ -94,6 +94,8 @@ def test_a_path_through_a_partition_folder_and_back_is_the_folder(engine, tmp_pa
     assert expected[0] == 0
     assert cli(capsys, "evaluate", lake / "model=a" / "..", *ARGS, "--engine", engine) \
         == expected
+    err = one_error(capsys, "evaluate", lake / "model=a" / ".." / "nowhere", "--engine", engine)
+    assert err.rstrip().endswith(f"no such file or folder: {lake / 'model=a' / '..' / 'nowhere'}")
 
 
 def test_the_input_is_listed_once(engine, tmp_path):
