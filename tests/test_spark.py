@@ -195,3 +195,35 @@ def test_a_group_across_partitions_and_batches_equals_duckdb(spark):
     assert curve.height == want.height > 3 * 30
     keys = [c for c in want.columns if c in ("site", "label", "threshold")]
     assert_frames_close(curve.sort(keys, nulls_last=True), want.sort(keys, nulls_last=True))
+
+
+def test_the_curve_without_the_checks_numbers_its_own_groups(spark):
+    """The exact curve numbers its (segment, label) groups from the checks' table of them; an
+    engine asked for the curve without the checks first (as a caller of the engine may) takes
+    them from the rows, with the same curve (a null segment included)."""
+    from mleval_sql.api import CURVES
+    from mleval_sql.engines import ENGINES
+    from mleval_sql.schema import Columns
+
+    frame = make_predictions("multilabel", 8, n_samples=60).with_columns(
+        pl.when(pl.col("sample").hash(seed=1) % 4 == 0).then(None)
+        .otherwise(pl.col("region")).alias("region"))
+    params = {"bins": None, "kind": "pr", "drop_intermediate": False}
+    steps = CURVES["pr"]
+    curves = []
+    for checked in (True, False):
+        entry = ENGINES["spark"]
+        runner = entry.make(entry.read(frame, spark), Columns(), "weight", ["region"])
+        try:
+            if checked:
+                runner.summary()
+            curves.append(runner.results(steps, params)[steps[-1]])
+            assert (f"{runner.prefix}validate_summary_segment_labels" in
+                    {name for _, name in runner.created}) is checked
+        finally:
+            runner.close()
+    assert curves[0].height > 60
+    assert curves[0]["segment"].null_count() > 0  # one segment column: the engine calls it segment
+    keys = ["segment", "label", "threshold"]
+    assert_frames_close(curves[1].sort(keys, nulls_last=True),
+                        curves[0].sort(keys, nulls_last=True))

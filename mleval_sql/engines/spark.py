@@ -15,18 +15,20 @@ What differs for Spark is here and only here:
   master where the user chose no worker interpreter, the Python workers run this one (its
   polars and pyarrow). The session's own values are put back when the request ends.
 - **The exact curve** (``ranked_points``): the SQL file sorts each (segment, label) in one
-  window, which on Spark puts a whole group in one task. Here the rows are range-partitioned
-  by (segment, label, score descending), so that a huge group spans many partitions and a
-  block of tied scores none, and each partition, sorted by score alone (one number: Spark's
-  comparisons of the group's text cost more than the rest of the step), goes through one Arrow
-  pass (polars, in the Python workers) that sums its tie blocks and takes their running sums
-  per group. Each partition's sums are then shifted by the group's weight in earlier
-  partitions, as Spark MLlib's ``BinaryClassificationMetrics`` does: one small table of
-  per-(partition, group) sums gives both those offsets and the group's totals. The file's own
-  ``gridded`` and ``scored`` steps (binning) and its final SELECT run as SQL around that, so
-  the curve has one definition.
-- **Hints**: the steps' joins of a small table (labels, per-group totals) to a large one are
-  broadcast; Spark cannot size a checkpoint and would shuffle the large side.
+  window, which on Spark puts a whole group in one task. Here each group is numbered (the
+  checks' table of groups, kept for the request; joined to the rows by broadcast), the rows
+  are range-partitioned by (group number, score descending), so that a huge group spans many
+  partitions and a block of tied scores none, and each partition, sorted by score alone,
+  goes through one Arrow pass (polars, in the Python workers) that sums its tie blocks and
+  takes their running sums per group. The shuffle, the sort and the pass carry numbers only:
+  Spark's comparisons and Arrow conversions of the group's text cost more than the rest of the
+  step. Each partition's sums are then shifted by the group's weight in earlier partitions, as
+  Spark MLlib's ``BinaryClassificationMetrics`` does: one small table of per-(partition, group)
+  sums gives both those offsets and the group's totals, and brings back the group's text. The
+  file's own ``gridded`` and ``scored`` steps (binning) and its final SELECT run as SQL around
+  that, so the curve has one definition.
+- **Hints**: the steps' joins of a small table (labels, groups, per-group totals) to a large
+  one are broadcast; Spark cannot size a checkpoint and would shuffle the large side.
 
 >>> me.evaluate(spark.read.parquet("lake"), ["roc_auc"], by="model",
 ...             engine="spark")  # doctest: +SKIP
@@ -162,6 +164,7 @@ class SparkEngine(SQLEngine):
         self.created: list[tuple[str, str]] = []
         self.persisted: list[Any] = []
         self.plans: dict[str, list[str]] = {}
+        self.groups: dict[tuple[str, ...], Any] = {}  # _group_ids
         # the settings the engine runs under; the user's are put back by close()
         self.restore: dict[str, str | None] = {}
         # the files' arithmetic is DuckDB's: x / 0 is NULL (inside CASE and aggregates too),
@@ -209,6 +212,7 @@ class SparkEngine(SQLEngine):
             for frame in self.persisted:  # the checkpoints' blocks, now rather than at GC
                 frame._jdf.queryExecution().analyzed().rdd().unpersist(False)
             self.persisted.clear()
+            self.groups.clear()
             self.spark.catalog.dropTempView(self.input_view)
             for key, value in self.restore.items():
                 if value is None:
@@ -237,48 +241,52 @@ class SparkEngine(SQLEngine):
         scored_sql = _with_ctes(tree, ctes[:cut], exp.select("*").from_(_SCORED))
 
         group = [*keys, "label"]
+        groups = self._group_ids(group)
         scored = self._frame("ranked_points", scored_sql).select(*group, "score", "pos", "neg")
+        # each row's group as its number (a broadcast join to the table of groups): the
+        # shuffle, the sort and the Arrow pass carry one integer, not the group's text
+        numbered = (scored.join(F.broadcast(groups), _same(scored, groups, group))
+                    .select(groups["gid"], scored["score"], scored["pos"], scored["neg"]))
         # sorted across partitions by (group, score descending): a group may span several,
         # a block of tied scores never does (range bounds are values of the sort key)
-        ordered = (scored.repartitionByRange(*group, F.col("score").desc())
-                   .sortWithinPartitions(F.col("score").desc())
-                   .withColumn("part", F.spark_partition_id()))
-        fields = {f.name: f for f in ordered.schema.fields}
+        ordered = (numbered.repartitionByRange("gid", F.col("score").desc())
+                   .sortWithinPartitions(F.col("score").desc()))
         within_schema = T.StructType([
-            T.StructField("part", T.IntegerType()), *(fields[c] for c in group),
+            T.StructField("gid", T.LongType()),
             *(T.StructField(c, T.DoubleType()) for c in
               ("score", "pos", "neg", "tp_within", "fp_within"))])
         with self._python_workers():
-            within = ordered.select("part", *group, "score", "pos", "neg").mapInArrow(
-                _block_sums(group), within_schema)
+            # a map keeps its input's partitions: the partition number is taken after it
+            within = (ordered.mapInArrow(_block_sums(), within_schema)
+                      .withColumn("part", F.spark_partition_id()))
             within = self._persist("ranked_points (sorted blocks)", None, within)
         # per (partition, group), one small table (at most P + G rows) from one pass: the
         # group's weight in the partitions before each one, and the group's totals
-        parts = within.groupBy("part", *group).agg(
+        parts = within.groupBy("part", "gid").agg(
             F.sum("pos").alias("part_pos"), F.sum("neg").alias("part_neg"),
             F.min(F.when(F.col("pos") > 0, F.col("score"))).alias("part_lowest_pos"),
             F.min(F.when(F.col("neg") > 0, F.col("score"))).alias("part_lowest_neg"),
             F.max("score").alias("part_top"))
-        whole = Window.partitionBy(*group)
+        whole = Window.partitionBy("gid")
         earlier = whole.orderBy("part").rowsBetween(Window.unboundedPreceding, -1)
-        # the group under other names: within and offsets share a lineage, and Spark cannot
-        # tell the two sides' columns apart by name
+        # under other names: within and offsets share a lineage, and Spark cannot tell the two
+        # sides' columns apart by name; the group's text comes back here
         offsets = parts.select(
-            F.col("part").alias("offset_part"),
-            *(F.col(c).alias(f"offset_{i}") for i, c in enumerate(group)),
+            F.col("part").alias("offset_part"), F.col("gid").alias("offset_gid"),
             F.coalesce(F.sum("part_pos").over(earlier), F.lit(0.0)).alias("tp_before"),
             F.coalesce(F.sum("part_neg").over(earlier), F.lit(0.0)).alias("fp_before"),
             F.sum("part_pos").over(whole).alias("p"), F.sum("part_neg").over(whole).alias("n"),
             F.min("part_lowest_pos").over(whole).alias("lowest_pos"),
             F.min("part_lowest_neg").over(whole).alias("lowest_neg"),
             F.max("part_top").over(whole).alias("top"))
-        same = functools.reduce(lambda a, b: a & b, (
-            within[c].eqNullSafe(offsets[f"offset_{i}"]) for i, c in enumerate(group)),
-            within["part"] == offsets["offset_part"])
+        offsets = (offsets.join(F.broadcast(groups), offsets["offset_gid"] == groups["gid"])
+                   .drop(groups["gid"]))
+        same = (within["part"] == offsets["offset_part"]) & \
+            (within["gid"] == offsets["offset_gid"])
         # the columns of the file's one window, per block: each row ends its block (no next
         # score), the group's top score has no previous one, and the group's totals
         ends = (within.join(F.broadcast(offsets), same)
-                .select(*(within[c] for c in group), within["score"],
+                .select(*(offsets[c] for c in group), within["score"],
                         (within["tp_within"] + offsets["tp_before"]).alias("tp"),
                         (within["fp_within"] + offsets["fp_before"]).alias("fp"),
                         within["pos"].alias("block_pos"), within["neg"].alias("block_neg"),
@@ -297,6 +305,21 @@ class SparkEngine(SQLEngine):
                               if isinstance(n, exp.Table) and n.name == _BLOCKS
                               and not n.alias else n)
         return self._frame("ranked_points", rest)
+
+    def _group_ids(self, group: Sequence[str]) -> Any:
+        """Each (segment, label) of the input with a number (``gid``), kept for the request: the
+        checks' table of them numbered (validate_summary's ``segment_labels``; no pass over the
+        source), else the predictions' distinct groups."""
+        from pyspark.sql import functions as F
+
+        if tuple(group) not in self.groups:
+            checked = f"{self.prefix}validate_summary_segment_labels"
+            table = self.spark.table(checked) if ("VIEW", checked) in self.created else \
+                self.spark.table(self.prefix + "predictions")
+            numbered = (table.select(*group).distinct()
+                        .withColumn("gid", F.monotonically_increasing_id()))
+            self.groups[tuple(group)] = self._persist("group ids", None, numbered)
+        return self.groups[tuple(group)]
 
     @contextlib.contextmanager
     def _python_workers(self) -> Iterator[None]:
@@ -381,16 +404,16 @@ class SparkEngine(SQLEngine):
         return frame
 
 
-def _block_sums(group: Sequence[str]) -> Callable[[Iterator[Any]], Iterator[Any]]:
+def _block_sums() -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The function each partition of the range-partitioned rows goes through, its rows sorted
-    by score (descending) alone: one row per block of tied scores of a group, with its weight
-    (pos, neg) and the running sums of its group within the partition at its end (tp_within,
-    fp_within). Spark sorts one number; the few groups a partition holds are told apart here.
+    by score (descending) alone: one row per block of tied scores of a group (``gid``), with
+    its weight (pos, neg) and the running sums of its group within the partition at its end
+    (tp_within, fp_within). Spark sorts one number; the few groups a partition holds are told
+    apart here.
 
     Rows arrive in Arrow batches; the rows of a batch's last score may go on in the next one, so
     they are held back, and each group's running sums are carried over. Built here (a closure,
     sent to the workers by value) so that workers need polars and pyarrow, not this package."""
-    blocks_by = ["part", *group, "score"]
 
     def block_sums(batches: Iterator[Any]) -> Iterator[Any]:
         import polars as pl
@@ -401,21 +424,19 @@ def _block_sums(group: Sequence[str]) -> Callable[[Iterator[Any]], Iterator[Any]
         def sums(rows: pl.DataFrame) -> Any:
             nonlocal carried
             if rows.select(pl.col("score").diff().eq(0).any()).item():  # tied scores
-                rows = (rows.group_by(blocks_by, maintain_order=True)
+                rows = (rows.group_by("gid", "score", maintain_order=True)
                         .agg(pl.col("pos").sum(), pl.col("neg").sum()))
-            out = (rows
-                   .with_columns(tp_within=pl.col("pos").cum_sum().over(group),
-                                 fp_within=pl.col("neg").cum_sum().over(group)))
+            out = rows.with_columns(tp_within=pl.col("pos").cum_sum().over("gid"),
+                                    fp_within=pl.col("neg").cum_sum().over("gid"))
             if carried is not None:
-                out = (out.join(carried, on=group, how="left", nulls_equal=True,
-                                maintain_order="left")
+                out = (out.join(carried, on="gid", how="left", maintain_order="left")
                        .with_columns(pl.col("tp_within") + pl.col("tp_carried").fill_null(0.0),
                                      pl.col("fp_within") + pl.col("fp_carried").fill_null(0.0))
                        .drop("tp_carried", "fp_carried"))
-            last = out.group_by(group).agg(tp_carried=pl.col("tp_within").last(),
+            last = out.group_by("gid").agg(tp_carried=pl.col("tp_within").last(),
                                            fp_carried=pl.col("fp_within").last())
             carried = last if carried is None else \
-                pl.concat([carried, last]).unique(group, keep="last", maintain_order=True)
+                pl.concat([carried, last]).unique("gid", keep="last", maintain_order=True)
             return out.to_arrow().to_batches()
 
         for batch in batches:
@@ -433,6 +454,12 @@ def _block_sums(group: Sequence[str]) -> Callable[[Iterator[Any]], Iterator[Any]
             yield from sums(held)
 
     return block_sums
+
+
+def _same(left: Any, right: Any, columns: Sequence[str]) -> Any:
+    """``left`` and ``right`` agree on ``columns`` (nulls equal, as a segment may be null)."""
+    return functools.reduce(lambda a, b: a & b,
+                            (left[c].eqNullSafe(right[c]) for c in columns))
 
 
 def _nullable(kind: Any) -> Any:
