@@ -21,12 +21,12 @@ What differs for Spark is here and only here:
   partitions and a block of tied scores none, and each partition, sorted by score alone,
   goes through one Arrow pass (polars, in the Python workers) that sums its tie blocks and
   takes their running sums per group. The shuffle, the sort and the pass carry numbers only:
-  Spark's comparisons and Arrow conversions of the group's text cost more than the rest of the
-  step. Each partition's sums are then shifted by the group's weight in earlier partitions, as
-  Spark MLlib's ``BinaryClassificationMetrics`` does: one small table of per-(partition, group)
-  sums gives both those offsets and the group's totals, and brings back the group's text. The
-  file's own ``gridded`` and ``scored`` steps (binning) and its final SELECT run as SQL around
-  that, so the curve has one definition.
+  Spark's comparisons of the group's text cost more than the rest of the step, and converting
+  it to Arrow and back about 2 s per 10M rows. Each partition's sums are then shifted by the
+  group's weight in earlier partitions, as Spark MLlib's ``BinaryClassificationMetrics`` does:
+  one small table of per-(partition, group) sums gives both those offsets and the group's
+  totals, and brings back the group's text. The file's own ``gridded`` and ``scored`` steps
+  (binning) and its final SELECT run as SQL around that, so the curve has one definition.
 - **Hints**: the steps' joins of a small table (labels, groups, per-group totals) to a large
   one are broadcast; Spark cannot size a checkpoint and would shuffle the large side.
 
