@@ -83,10 +83,12 @@ def postgres() -> Iterator[Postgres]:
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[object]:
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     from pyspark.sql import SparkSession
 
     session = (SparkSession.builder.master("local[2]").appName("mleval-tests")
+               # not a spark-warehouse folder in the checkout
+               .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse")))
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.default.parallelism", "2")
                .config("spark.ui.enabled", "false")
