@@ -18,7 +18,8 @@ from typing import Any, Protocol
 
 import polars as pl
 
-from mleval_sql.schema import Columns, InputError
+from mleval_sql.errors import InputError
+from mleval_sql.schema import TASKS, Columns
 from mleval_sql.sources import Source
 
 #: The rows a request keeps of each final step: its metrics and averages ("none": per label or
@@ -72,23 +73,47 @@ class EngineEntry:
     ``evaluate`` is given (``reader(source, connection)``, a ``"module:function"`` string);
     None: the frames, files and lakes of :func:`mleval_sql.sources.as_source`, and then the
     engine runs every generic test body. ``offered``: a choice of the command line's
-    ``--engine``."""
+    ``--engine``. ``tasks``: the tasks it evaluates. ``memory_budget``: it takes
+    ``memory_limit`` (an engine without one leaves memory to the system it runs on)."""
 
     name: str
     factory: Callable[..., Engine] | str
     options: tuple[str, ...] = ()
     reader: Callable[..., Any] | str | None = None
     offered: bool = True  # by the command line's --engine
+    tasks: tuple[str, ...] = TASKS
+    memory_budget: bool = True
 
-    def make(self, *args: Any, **options: Any) -> Engine:
-        common = ("memory_limit", "clustering")
-        return _imported(self.factory)(*args, **{k: v for k, v in options.items()
-                                                 if k in common or k in self.options})
+    def check_task(self, task: str) -> None:
+        """An ``InputError`` unless the engine evaluates ``task``."""
+        if task not in self.tasks:
+            able = [name for name, entry in ENGINES.items() if task in entry.tasks]
+            raise InputError(f"engine {self.name!r} does not run task {task!r}; engines that "
+                             f"do: {', '.join(able)}")
+
+    def check_memory_limit(self, memory_limit: str | int | None) -> None:
+        """An ``InputError`` if ``memory_limit`` is given to an engine without a budget."""
+        if memory_limit is not None and not self.memory_budget:
+            able = [name for name, entry in ENGINES.items() if entry.memory_budget]
+            raise InputError(f"engine {self.name!r} does not take memory_limit= (the system it "
+                             f"runs on manages its memory); engines that do: {', '.join(able)}")
+
+    def make(self, *args: Any, memory_limit: str | int | None = None,
+             clustering: bool = False, **options: Any) -> Engine:
+        """The engine, once the table allows the task (``clustering``) and ``memory_limit``."""
+        if clustering:
+            self.check_task("clustering")
+        self.check_memory_limit(memory_limit)
+        return _imported(self.factory)(*args, memory_limit=memory_limit, clustering=clustering,
+                                       **{k: v for k, v in options.items() if k in self.options})
 
     def read(self, source: Any, connection: Any) -> Any:
         """What the engine reads for ``source`` (only for an engine with a ``reader``)."""
         assert self.reader is not None
         return _imported(self.reader)(source, connection)
+
+
+_CLASSIFICATION_AND_REGRESSION = tuple(t for t in TASKS if t != "clustering")
 
 
 def _imported(thing: Callable[..., Any] | str) -> Callable[..., Any]:
@@ -100,14 +125,17 @@ def _imported(thing: Callable[..., Any] | str) -> Callable[..., Any]:
 
 #: Every engine, by name; the first is the default. ``sql`` runs the steps in the database
 #: behind a connection (ADBC, DB-API or a SparkSession), on a table of that database; ``spark``
-#: reads a Spark DataFrame, a catalog table or parquet files with Spark and runs there.
+#: reads a Spark DataFrame, a catalog table or parquet files with Spark and runs there. Neither
+#: evaluates clustering nor takes a memory budget.
 ENGINES: dict[str, EngineEntry] = {e.name: e for e in (
     EngineEntry("duckdb", "mleval_sql.engines.duckdb:DuckDBEngine", ("connection",)),
     EngineEntry("polars", "mleval_sql.engines.polars.engine:PolarsEngine"),
     EngineEntry("sql", "mleval_sql.engines.sql:SQLEngine",
-                reader="mleval_sql.engines.sql:database_table", offered=False),
+                reader="mleval_sql.engines.sql:database_table", offered=False,
+                tasks=_CLASSIFICATION_AND_REGRESSION, memory_budget=False),
     EngineEntry("spark", "mleval_sql.engines.spark:SparkEngine",
-                reader="mleval_sql.engines.spark:spark_source"),
+                reader="mleval_sql.engines.spark:spark_source",
+                tasks=_CLASSIFICATION_AND_REGRESSION, memory_budget=False),
 )}
 
 
@@ -123,7 +151,8 @@ EngineName = str
 
 def make_engine(name: str, source: Source, columns: Columns, weight: str | None,
                 by: Sequence[str], **options: Any) -> Engine:
-    """The engine called ``name`` over ``source`` (``options`` it does not take are dropped)."""
+    """The engine called ``name`` over ``source`` (``options`` it does not take are dropped;
+    a task or a ``memory_limit`` its entry refuses is an ``InputError``)."""
     if name not in ENGINES:
         raise InputError(f"unknown engine {name!r}; engines are {list(ENGINES)}")
     return ENGINES[name].make(source, columns, weight, by, **options)

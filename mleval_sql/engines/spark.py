@@ -146,20 +146,15 @@ def _hive_base(files: Sequence[str]) -> str | None:
 
 
 class SparkEngine(SQLEngine):
-    """Evaluate with Spark (see the module docstring); ``plans`` keeps the physical plans each
-    step ran, by step."""
+    """Evaluate with Spark (see the module docstring); Spark manages its memory
+    (spark.executor.memory, spark.driver.memory). ``plans`` keeps the physical plans each step
+    ran, by step."""
 
     name = "spark"
 
     def __init__(self, source: SparkTable, columns: Columns, weight: str | None,
-                 by: Sequence[str], *, memory_limit: str | None = None,
+                 by: Sequence[str], *, memory_limit: str | int | None = None,
                  clustering: bool = False) -> None:
-        if memory_limit is not None:
-            raise InputError("memory_limit= is for the in-process engines; Spark manages its "
-                             "own memory (spark.executor.memory, spark.driver.memory)")
-        if clustering:
-            raise InputError("engine='spark' does not evaluate clustering yet; use duckdb or "
-                             "polars")
         self.spark, self.input_view = source.database.connection, source.name
         self.created: list[tuple[str, str]] = []
         self.persisted: list[Any] = []

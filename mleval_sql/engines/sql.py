@@ -183,14 +183,8 @@ class SQLEngine:
     name = "sql"
 
     def __init__(self, source: DatabaseTable, columns: Columns, weight: str | None,
-                 by: Sequence[str], *, memory_limit: str | None = None,
+                 by: Sequence[str], *, memory_limit: str | int | None = None,
                  clustering: bool = False) -> None:
-        if clustering:
-            raise InputError("engine='sql' does not evaluate clustering yet; use duckdb or "
-                             "polars")
-        if memory_limit is not None:
-            raise InputError("memory_limit= is for the in-process engines; the database "
-                             "manages its own memory")
         self.db, self.source, self.by = source.database, source, list(by)
         self.dialect = self.db.dialect
         self.keys = dialects.segment_keys(self.by)

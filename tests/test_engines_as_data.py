@@ -1,0 +1,81 @@
+"""What the engines and dialects can do is data: the engine table says which tasks each engine
+runs and which takes a memory budget (one message for every refusal), and a dialect is one entry
+naming its rewrites."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+import polars as pl
+import pytest
+
+import mleval_sql as me
+from mleval_sql import dialects
+from mleval_sql.engines import ENGINES, EngineEntry, make_engine
+from mleval_sql.engines.duckdb import DuckDBEngine
+from mleval_sql.schema import Columns
+from tests.data import make_predictions
+
+
+@pytest.mark.parametrize("engine", ["sql", "spark"])
+def test_an_engine_refuses_what_its_entry_does_not_list(engine: str) -> None:
+    """Refused by the table, before the engine is built (no database, no session)."""
+    with pytest.raises(me.InputError, match=rf"^engine '{engine}' does not run task "
+                                            r"'clustering'; engines that do: duckdb, polars$"):
+        make_engine(engine, None, Columns(), None, [], clustering=True)  # type: ignore[arg-type]
+    with pytest.raises(me.InputError, match=rf"^engine '{engine}' does not take memory_limit= "
+                                            r".*; engines that do: duckdb, polars$"):
+        make_engine(engine, None, Columns(), None, [], memory_limit="1GB")  # type: ignore[arg-type]
+
+
+def test_a_new_engines_tasks_are_one_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(ENGINES, "toy", EngineEntry("toy", DuckDBEngine, tasks=("binary",)))
+    with pytest.raises(me.InputError, match=r"^engine 'toy' does not run task 'clustering'; "
+                                            r"engines that do: duckdb, polars$"):
+        make_engine("toy", None, Columns(), None, [], clustering=True)  # type: ignore[arg-type]
+    ENGINES["polars"].check_task("clustering")
+    with pytest.raises(me.InputError, match=r"engines that do: duckdb, polars, sql, spark$"):
+        ENGINES["toy"].check_task("regression")
+
+
+@pytest.fixture
+def con() -> Any:
+    con = duckdb.connect()
+    frame = make_predictions("multilabel", 5, n_samples=30)
+    clusters = pl.DataFrame({"sample": range(8), "truth": list("aabbccdd"),
+                             "cluster": [0, 0, 1, 1, 2, 2, 2, 3]})
+    for name, table in (("preds", frame), ("clusters", clusters)):
+        con.from_arrow(table.to_arrow()).create(name)
+    yield con
+    con.close()
+
+
+def test_the_front_door_gives_the_tables_refusals(con: Any) -> None:
+    with pytest.raises(me.InputError, match=r"^engine 'sql' does not run task 'clustering'"):
+        me.evaluate("clusters", ["adjusted_rand"], engine="sql", connection=con,
+                    task="clustering")
+    with pytest.raises(me.InputError, match=r"^engine 'sql' does not take memory_limit="):
+        me.evaluate("preds", ["f1"], engine="sql", connection=con, memory_limit="1GB")
+
+
+def test_a_dialect_is_one_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Presto without an entry gets the portable rewrites (arg_min as array_agg); given Trino's
+    entry under its name, it is written as Trino is."""
+    params: dict[str, object] = {}
+    portable = dialects.step_sql("argmax_matrix", "presto", params)
+    assert "ARRAY_AGG" in portable and "MIN_BY" not in portable
+    assert dialects.dialect_entry("presto").rewrites == dialects.PORTABLE
+    trino = dialects.DIALECTS["trino"]
+    monkeypatch.setitem(dialects.DIALECTS, "presto", dialects.Dialect(
+        "presto", trino.rewrites, min_by_key=trino.min_by_key))
+    written = dialects.step_sql("argmax_matrix", "presto", params)
+    assert "MIN_BY" in written
+    assert written == dialects.step_sql("argmax_matrix", "trino", params)
+
+
+def test_a_dialect_names_only_known_rewrites() -> None:
+    with pytest.raises(ValueError, match="unknown rewrites \\['unpivott'\\]"):
+        dialects.Dialect("x", frozenset({"unpivot", "unpivott"}))
+    assert dialects.RUN == ("duckdb", "postgres", "spark")
+    assert dialects.RENDERED == ("trino", "bigquery", "snowflake")
