@@ -1,6 +1,6 @@
 """What the engines and dialects can do is data: the engine table says which tasks each engine
-runs and which takes a memory budget (one message for every refusal), and a dialect is one entry
-naming its rewrites."""
+runs and which takes a memory budget (one message for every refusal), a connection kind names
+the class that runs SQL on it, and a dialect is one entry naming its rewrites."""
 
 from __future__ import annotations
 
@@ -12,10 +12,12 @@ import pytest
 
 import mleval_sql as me
 from mleval_sql import dialects
-from mleval_sql.engines import ENGINES, EngineEntry, make_engine
+from mleval_sql.engines import DATABASES, ENGINES, EngineEntry, make_engine
 from mleval_sql.engines.duckdb import DuckDBEngine
+from mleval_sql.engines.sql import Database, plain_numbers
 from mleval_sql.schema import Columns
 from tests.data import make_predictions
+from tests.helpers import assert_same_rows
 
 
 @pytest.mark.parametrize("engine", ["sql", "spark"])
@@ -57,6 +59,32 @@ def test_the_front_door_gives_the_tables_refusals(con: Any) -> None:
                     task="clustering")
     with pytest.raises(me.InputError, match=r"^engine 'sql' does not take memory_limit="):
         me.evaluate("preds", ["f1"], engine="sql", connection=con, memory_limit="1GB")
+
+
+class DuckDBDatabase(Database):
+    """DuckDB as a database of engine="sql", on the connection itself (a cursor of DuckDB is a
+    connection of its own, without the temporary views of the other)."""
+
+    def execute(self, sql: str) -> None:
+        self.connection.execute(sql)
+
+    def fetch(self, sql: str) -> pl.DataFrame:
+        return plain_numbers(self.connection.sql(sql).pl())
+
+
+def test_a_connection_kind_is_one_entry(con: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """engine="sql" on a DuckDB connection through a Database class named in DATABASES: the
+    steps as the files have them, through the engines' common loop, equal to engine="duckdb"."""
+    kind = type(con).__module__.split(".")[0]  # the connection's top-level module: _duckdb
+    monkeypatch.setitem(DATABASES, kind, f"{__name__}:DuckDBDatabase")
+    options: dict[str, Any] = {"by": "region", "average": ["none", "macro"]}
+    got = me.evaluate("preds", ["f1", "roc_auc", "log_loss"], engine="sql", connection=con,
+                      **options)
+    want = me.evaluate(con.table("preds").pl(), ["f1", "roc_auc", "log_loss"], **options)
+    assert_same_rows(got, want, ["region"])
+    assert not [r for r in con.sql("SELECT table_name FROM duckdb_tables() UNION ALL "
+                                   "SELECT view_name FROM duckdb_views() WHERE NOT internal")
+                .fetchall() if r[0].startswith("mleval_")]  # every relation of the run dropped
 
 
 def test_a_dialect_is_one_entry(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -104,19 +104,20 @@ class EngineEntry:
         if clustering:
             self.check_task("clustering")
         self.check_memory_limit(memory_limit)
-        return _imported(self.factory)(*args, memory_limit=memory_limit, clustering=clustering,
+        return imported(self.factory)(*args, memory_limit=memory_limit, clustering=clustering,
                                        **{k: v for k, v in options.items() if k in self.options})
 
     def read(self, source: Any, connection: Any) -> Any:
         """What the engine reads for ``source`` (only for an engine with a ``reader``)."""
         assert self.reader is not None
-        return _imported(self.reader)(source, connection)
+        return imported(self.reader)(source, connection)
 
 
 _CLASSIFICATION_AND_REGRESSION = tuple(t for t in TASKS if t != "clustering")
 
 
-def _imported(thing: Callable[..., Any] | str) -> Callable[..., Any]:
+def imported(thing: Callable[..., Any] | str) -> Callable[..., Any]:
+    """``thing``, or what a ``"module:name"`` string names (its module imported now)."""
     if isinstance(thing, str):
         module, _, name = thing.partition(":")
         return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
@@ -137,6 +138,12 @@ ENGINES: dict[str, EngineEntry] = {e.name: e for e in (
                 reader="mleval_sql.engines.spark:spark_source",
                 tasks=_CLASSIFICATION_AND_REGRESSION, memory_budget=False),
 )}
+
+
+#: The class that runs SQL on a connection of another kind than ADBC and DB-API, by the top-level
+#: module of the connection's type (``"module:Class"``, imported when first met); others:
+#: :class:`mleval_sql.engines.sql.Database`.
+DATABASES: dict[str, str] = {"pyspark": "mleval_sql.engines.spark:SparkDatabase"}
 
 
 def local_engines() -> list[str]:

@@ -29,6 +29,9 @@ What differs for Spark is here and only here:
   (binning) and its final SELECT run as SQL around that, so the curve has one definition.
 - **Hints**: the steps' joins of a small table (labels, groups, per-group totals) to a large
   one are broadcast; Spark cannot size a checkpoint and would shuffle the large side.
+- **A SparkSession given to engine="sql"** runs through :class:`SparkDatabase`: statements by
+  ``spark.sql``, temporary tables as checkpointed views, and each CTE read more than once
+  computed first.
 
 >>> me.evaluate(spark.read.parquet("lake"), ["roc_auc"], by="model",
 ...             engine="spark")  # doctest: +SKIP
@@ -51,10 +54,11 @@ import polars as pl
 from sqlglot import exp
 
 from mleval_sql import dialects
-from mleval_sql.engines.sql import Database, DatabaseTable, SQLEngine, _plain_numbers
+from mleval_sql.engines.sql import Database, DatabaseTable, SQLEngine, plain_numbers
+from mleval_sql.errors import InputError
 from mleval_sql.lakes import Lake
 from mleval_sql.registry import RELATIONS
-from mleval_sql.schema import Columns, InputError
+from mleval_sql.schema import Columns
 from mleval_sql.sources import Parquet, as_source
 
 #: The ranked_points CTEs computed by a distributed sort instead of one window per group:
@@ -85,6 +89,76 @@ def session(connection: Any = None) -> Any:
         SparkSession.builder.master("local[*]").appName("mleval").getOrCreate()
 
 
+class SparkDatabase(Database):
+    """A SparkSession as a database (engine="sql"): statements run by ``spark.sql``; a TABLE is
+    a checkpointed temporary view."""
+
+    def __init__(self, connection: Any, dialect: str | None = None) -> None:
+        super().__init__(connection, dialect)
+        self.checkpoints: dict[str, Any] = {}  # the checkpointed frames of TABLEs
+
+    def _dialect(self, module: str) -> str:
+        return "spark"
+
+    def execute(self, sql: str) -> None:
+        self.connection.sql(sql)
+
+    def fetch(self, sql: str) -> pl.DataFrame:
+        return plain_numbers(pl.from_arrow(self.connection.sql(sql).toArrow()))  # type: ignore[arg-type]
+
+    def schema(self, table: exp.Table) -> pl.Schema:
+        """The columns of ``table``, from an empty result (Spark types it)."""
+        return self.fetch(exp.select("*").from_(table).limit(0).sql(self.dialect)).schema
+
+    def create(self, kind: str, name: str, sql: str) -> None:
+        quoted = self.identifier(name)
+        self.execute(f"DROP VIEW IF EXISTS {quoted}")
+        if kind == "TABLE":  # computed now; later plans read it as a leaf, not its plan
+            frame = self.connection.sql(sql).localCheckpoint(eager=True)
+            frame.createOrReplaceTempView(name)
+            self.checkpoints[name] = frame
+        else:
+            self.execute(f"CREATE TEMPORARY VIEW {quoted} AS {sql}")
+
+    def drop(self, kind: str, name: str) -> None:
+        frame = self.checkpoints.pop(name, None)
+        if frame is not None:
+            frame.unpersist()
+        self.execute(f"DROP VIEW IF EXISTS {self.identifier(name)}")
+
+    def rollback(self) -> None:
+        """Nothing: Spark has no transactions."""
+
+    def ctes_apart(self, tree: exp.Expression
+                   ) -> tuple[list[tuple[str, exp.Expression]], exp.Expression]:
+        """Spark plans every reference to a CTE (or a view) as a copy of its whole plan, so a
+        chain of CTEs read several times each is planned as a tree exponential in its depth
+        (minutes for ranking_metrics on 40 rows). Each CTE read more than once is therefore
+        computed first (a checkpointed temporary view, which later plans read as a leaf),
+        with the CTEs read once before it inline; CTEs read once stay inline."""
+        if not tree.args.get("with_"):
+            return [], tree
+        tree = tree.copy()
+        ctes = list(tree.args["with_"].expressions)
+        inline: list[exp.CTE] = []
+        first: list[tuple[str, exp.Expression]] = []
+        for i, cte in enumerate(ctes):
+            later = [c.this for c in ctes[i + 1:]] + [tree]
+            reads = sum(1 for t in later for table in t.find_all(exp.Table)
+                        if table.name == cte.alias and not table.db)
+            if reads <= 1:
+                inline.append(cte)
+                continue
+            body = cte.this.copy()
+            if inline:
+                body.set("with_", exp.With(expressions=[c.copy() for c in inline]))
+            first.append((cte.alias, body))
+            cte.pop()
+        if not inline:
+            tree.set("with_", None)
+        return first, tree
+
+
 @dataclass(frozen=True)
 class SparkTable(DatabaseTable):
     """The input as a Spark DataFrame; the engine shows it to its SQL as the view ``name``."""
@@ -92,7 +166,7 @@ class SparkTable(DatabaseTable):
     frame: Any = None
 
     def schema(self) -> pl.Schema:
-        return _plain_numbers(pl.from_arrow(self.frame.limit(0).toArrow())).schema
+        return plain_numbers(pl.from_arrow(self.frame.limit(0).toArrow())).schema
 
 
 def spark_source(source: Any, connection: Any = None) -> SparkTable:
@@ -122,7 +196,7 @@ def spark_source(source: Any, connection: Any = None) -> SparkTable:
         else:  # data in memory (or CSV, read by polars): copied in through Arrow
             frame = spark.createDataFrame(src.polars().collect().to_arrow())
     name = f"mleval_{uuid.uuid4().hex[:8]}_input"
-    return SparkTable(Database(spark), name, frame)
+    return SparkTable(SparkDatabase(spark), name, frame)
 
 
 def _in_catalog(spark: Any, name: str) -> bool:
@@ -178,7 +252,8 @@ class SparkEngine(SQLEngine):
             self._set(_ARROW_BATCH, "500000")
         source.frame.createOrReplaceTempView(self.input_view)
         try:
-            super().__init__(source, columns, weight, by, clustering=clustering)
+            super().__init__(source, columns, weight, by, memory_limit=memory_limit,
+                             clustering=clustering)
         except BaseException:
             self.close()
             raise
@@ -196,7 +271,7 @@ class SparkEngine(SQLEngine):
         """Persisted once for the request (a local checkpoint)."""
         self._persist(step, gives, self._step_frame(step, params, keys))
 
-    def summary(self) -> pl.DataFrame:
+    def _summary(self, rows: None) -> pl.DataFrame:
         tree = self._tree("validate_summary", {}, self.keys)
         return self._collect("validate_summary", self._frame("validate_summary", tree))
 
@@ -376,7 +451,7 @@ class SparkEngine(SQLEngine):
         # every field nullable: a null struct of non-null fields (an example of a problem
         # that did not occur, whose label is a constant) cannot be converted to Arrow otherwise
         frame = frame.to(_nullable(frame.schema))
-        return self._unkey(_plain_numbers(pl.from_arrow(frame.toArrow())))
+        return self._unkey(plain_numbers(pl.from_arrow(frame.toArrow())))
 
     def _plan(self, step: str, frame: Any) -> None:
         self.plans.setdefault(step, []).append(

@@ -1,10 +1,11 @@
 """Evaluate where the data is: the ``queries/`` steps rendered for the database's dialect and
 run there, through the connection the user has (ADBC, preferred: Arrow results; a DB-API
-connection such as psycopg's; or a SparkSession).
+connection such as psycopg's; or a connection of a kind in :data:`mleval_sql.engines.DATABASES`,
+run by its own :class:`Database`, such as a SparkSession).
 
 The input table becomes a temporary view of the canonical columns; each statistics step a
-temporary table (Spark: a cached view), so every metric of a request reads the table once per
-statistic; final steps come back as Arrow, then polars. Everything created is dropped at the end.
+temporary table, so every metric of a request reads the table once per statistic; final steps
+come back as Arrow, then polars. Everything created is dropped at the end.
 
 >>> import adbc_driver_postgresql.dbapi as pg  # doctest: +SKIP
 >>> with pg.connect("postgresql://...") as con:  # doctest: +SKIP
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,13 +26,16 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from mleval_sql import dialects
-from mleval_sql.engines import Keep
+from mleval_sql.engines import DATABASES, Keep, imported
+from mleval_sql.engines.base import BaseEngine
+from mleval_sql.errors import InputError
 from mleval_sql.registry import AVERAGING, RELATIONS, STEPS
-from mleval_sql.schema import Columns, InputError
+from mleval_sql.schema import Columns
 
 
 class Database:
-    """One connection: its dialect, how it runs a statement, and how it gives rows back."""
+    """One connection (ADBC or DB-API): its dialect, how it runs a statement, and how it gives
+    rows back."""
 
     def __init__(self, connection: Any, dialect: str | None = None) -> None:
         if connection is None:
@@ -39,14 +43,10 @@ class Database:
                              "or a SparkSession) and the table's name as the source")
         self.connection = connection
         module = type(connection).__module__.split(".")[0]
-        self.spark = module == "pyspark"
         self.adbc = module.startswith("adbc_driver")
         self.dialect = dialect or self._dialect(module)
-        self.checkpoints: dict[str, Any] = {}  # Spark: the checkpointed frames of TABLEs
 
     def _dialect(self, module: str) -> str:
-        if self.spark:
-            return "spark"
         if self.adbc:
             vendor = str(self.connection.adbc_get_info().get("vendor_name", "")).lower()
         else:
@@ -60,9 +60,6 @@ class Database:
                          "dialect= (e.g. 'postgres')")
 
     def execute(self, sql: str) -> None:
-        if self.spark:
-            self.connection.sql(sql)
-            return
         cursor = self.connection.cursor()
         try:
             cursor.execute(sql)
@@ -70,23 +67,26 @@ class Database:
             cursor.close()
 
     def fetch(self, sql: str) -> pl.DataFrame:
-        if self.spark:
-            table = self.connection.sql(sql).toArrow()
-        else:
-            cursor = self.connection.cursor()
-            try:
-                cursor.execute(sql)
-                if self.adbc:
-                    table = _numbers_as_text_parsed(cursor.fetch_arrow_table())
-                else:
-                    names = [d[0] for d in cursor.description]
-                    table = pa.Table.from_pylist([dict(zip(names, r, strict=True))
-                                                  for r in cursor.fetchall()])
-                    if not table.num_columns:
-                        table = pa.table({n: pa.array([], pa.null()) for n in names})
-            finally:
-                cursor.close()
-        return _plain_numbers(pl.from_arrow(table))  # type: ignore[arg-type]
+        cursor = self.connection.cursor()
+        try:
+            cursor.execute(sql)
+            if self.adbc:
+                table = _numbers_as_text_parsed(cursor.fetch_arrow_table())
+            else:
+                names = [d[0] for d in cursor.description]
+                table = pa.Table.from_pylist([dict(zip(names, r, strict=True))
+                                              for r in cursor.fetchall()])
+                if not table.num_columns:
+                    table = pa.table({n: pa.array([], pa.null()) for n in names})
+        finally:
+            cursor.close()
+        return plain_numbers(pl.from_arrow(table))  # type: ignore[arg-type]
+
+    def schema(self, table: exp.Table) -> pl.Schema:
+        """The columns of ``table``: ADBC types an empty result; a DB-API cursor's rows are
+        typed by their values (the first 1000)."""
+        sampled = 0 if self.adbc else 1000
+        return self.fetch(exp.select("*").from_(table).limit(sampled).sql(self.dialect)).schema
 
     def identifier(self, name: str) -> str:
         return exp.to_identifier(name, quoted=True).sql(self.dialect)
@@ -94,32 +94,29 @@ class Database:
     def create(self, kind: str, name: str, sql: str) -> None:
         """A temporary view or table ``name`` (quoted) holding ``sql``."""
         quoted = self.identifier(name)
-        if self.spark:
-            self.connection.sql(f"DROP VIEW IF EXISTS {quoted}")
-            if kind == "TABLE":  # computed now; later plans read it as a leaf, not its plan
-                frame = self.connection.sql(sql).localCheckpoint(eager=True)
-                frame.createOrReplaceTempView(name)
-                self.checkpoints[name] = frame
-            else:
-                self.connection.sql(f"CREATE TEMPORARY VIEW {quoted} AS {sql}")
-        else:
-            self.execute(f"DROP {kind} IF EXISTS {quoted}")
-            self.execute(f"CREATE TEMPORARY {kind} {quoted} AS {sql}")
+        self.execute(f"DROP {kind} IF EXISTS {quoted}")
+        self.execute(f"CREATE TEMPORARY {kind} {quoted} AS {sql}")
 
     def drop(self, kind: str, name: str) -> None:
-        quoted = self.identifier(name)
-        if self.spark:
-            frame = self.checkpoints.pop(name, None)
-            if frame is not None:
-                frame.unpersist()
-            self.connection.sql(f"DROP VIEW IF EXISTS {quoted}")
-        else:
-            self.execute(f"DROP {kind} IF EXISTS {quoted}")
+        self.execute(f"DROP {kind} IF EXISTS {self.identifier(name)}")
 
     def rollback(self) -> None:
-        if not self.spark and hasattr(self.connection, "rollback"):
+        if hasattr(self.connection, "rollback"):
             with contextlib.suppress(Exception):
                 self.connection.rollback()
+
+    def ctes_apart(self, tree: exp.Expression
+                   ) -> tuple[list[tuple[str, exp.Expression]], exp.Expression]:
+        """The CTEs of ``tree`` to compute first, in order, each as (name, query), and the rest
+        of ``tree``; none here: the database plans a query's CTEs itself."""
+        return [], tree
+
+
+def connect(connection: Any, dialect: str | None = None) -> Database:
+    """The :class:`Database` of ``connection``: its kind's in
+    :data:`mleval_sql.engines.DATABASES`, else ADBC or DB-API."""
+    kind = DATABASES.get(type(connection).__module__.split(".")[0])
+    return (imported(kind) if kind else Database)(connection, dialect)  # type: ignore[no-any-return]
 
 
 def _numbers_as_text_parsed(table: pa.Table) -> pa.Table:
@@ -138,7 +135,7 @@ def _numbers_as_text_parsed(table: pa.Table) -> pa.Table:
     return table
 
 
-def _plain_numbers(frame: pl.DataFrame) -> pl.DataFrame:
+def plain_numbers(frame: pl.DataFrame) -> pl.DataFrame:
     """Decimals (PostgreSQL's sums of integers) as Int64 when whole, else Float64."""
     return frame.with_columns(
         pl.col(n).cast(pl.Int64 if getattr(t, "scale", 1) == 0 else pl.Float64)
@@ -163,10 +160,7 @@ class DatabaseTable:
         return table
 
     def schema(self) -> pl.Schema:
-        # ADBC and Spark type an empty result; a DB-API cursor's rows are typed by their values
-        sampled = 0 if self.database.adbc or self.database.spark else 1000
-        query = exp.select("*").from_(self.table()).limit(sampled)
-        return self.database.fetch(query.sql(self.database.dialect)).schema
+        return self.database.schema(self.table())
 
 
 def database_table(source: Any, connection: Any, dialect: str | None = None) -> DatabaseTable:
@@ -174,18 +168,20 @@ def database_table(source: Any, connection: Any, dialect: str | None = None) -> 
     if not isinstance(source, str):
         raise InputError("engine='sql' reads a table of the connection's database: give its "
                          f"name as the source, not a {type(source).__name__}")
-    return DatabaseTable(Database(connection, dialect), source)
+    return DatabaseTable(connect(connection, dialect), source)
 
 
-class SQLEngine:
-    """Run the steps on the database behind ``source``, rendered for its dialect."""
+class SQLEngine(BaseEngine):
+    """Run the steps on the database behind ``source``, rendered for its dialect; the database
+    manages its memory (no batches of segments)."""
 
     name = "sql"
 
     def __init__(self, source: DatabaseTable, columns: Columns, weight: str | None,
                  by: Sequence[str], *, memory_limit: str | int | None = None,
                  clustering: bool = False) -> None:
-        self.db, self.source, self.by = source.database, source, list(by)
+        super().__init__(by, memory_limit)
+        self.db, self.source = source.database, source
         self.dialect = self.db.dialect
         self.keys = dialects.segment_keys(self.by)
         self.prefix = f"mleval_{uuid.uuid4().hex[:8]}_"
@@ -194,12 +190,21 @@ class SQLEngine:
         self.columns, self.weight = columns, weight
         self._create("VIEW", "predictions", self._canonical(truth="number"))
 
-    def summary(self) -> pl.DataFrame:
+    def _segment_counts(self) -> pl.DataFrame:
+        raise NotImplementedError(f"engine {self.name!r} runs without a memory budget")
+
+    @contextlib.contextmanager
+    def _restricted(self, keys: pl.DataFrame | None, *, few: bool) -> Iterator[None]:
+        """The whole table (the steps read the ``predictions`` view)."""
+        if keys is not None:
+            raise NotImplementedError(f"engine {self.name!r} runs without a memory budget")
+        yield None
+
+    def _summary(self, rows: None) -> pl.DataFrame:
         return self._unkey(self._fetch("validate_summary", {}, self.keys))
 
-    def results(self, steps: Iterable[str], params: dict[str, object], *,
-                numeric_truth: bool = False,
-                keep: Keep | None = None) -> dict[str, pl.DataFrame]:
+    def _results(self, rows: None, steps: list[str], params: dict[str, object], *,
+                 numeric_truth: bool, keep: Keep) -> dict[str, pl.DataFrame]:
         """Run ``steps`` in the database; ``keep`` (the rows a request keeps) is left to the
         caller's tidying here: a database table holds few segments per request."""
         if not numeric_truth:
@@ -243,40 +248,12 @@ class SQLEngine:
     def _sql(self, step: str, params: dict[str, object], keys: Sequence[str]) -> str:
         tree = dialects.step_tree(step, self.dialect, params, keys)
         names = {rel: self.prefix + rel for rel in RELATIONS}
-        if self.db.spark:
-            tree = self._ctes_apart(step, tree, names)
-        return dialects.render(_renamed(tree, names), self.dialect, pretty=False, what=step)
-
-    def _ctes_apart(self, step: str, tree: exp.Expression,
-                    names: dict[str, str]) -> exp.Expression:
-        """Spark plans every reference to a CTE (or a view) as a copy of its whole plan, so a
-        chain of CTEs read several times each is planned as a tree exponential in its depth
-        (minutes for ranking_metrics on 40 rows). Each CTE read more than once is therefore
-        computed once into a checkpointed temporary view, which later plans read as a leaf;
-        CTEs read once stay inline."""
-        with_ = tree.args.get("with_")
-        if not with_:
-            return tree
-        tree = tree.copy()
-        ctes = list(tree.args["with_"].expressions)
-        inline: list[exp.CTE] = []
-        for i, cte in enumerate(ctes):
-            later = [c.this for c in ctes[i + 1:]] + [tree]
-            reads = sum(1 for t in later for table in t.find_all(exp.Table)
-                        if table.name == cte.alias and not table.db)
-            if reads <= 1:
-                inline.append(cte)
-                continue
-            body = cte.this.copy()
-            if inline:
-                body.set("with_", exp.With(expressions=[c.copy() for c in inline]))
-            self._create("TABLE", f"{step}__{cte.alias}", dialects.render(
+        first, tree = self.db.ctes_apart(tree)
+        for alias, body in first:
+            self._create("TABLE", f"{step}__{alias}", dialects.render(
                 _renamed(body, names), self.dialect, pretty=False, what=step))
-            names[cte.alias] = f"{self.prefix}{step}__{cte.alias}"
-            cte.pop()
-        if not inline:
-            tree.set("with_", None)
-        return tree
+            names[alias] = f"{self.prefix}{step}__{alias}"
+        return dialects.render(_renamed(tree, names), self.dialect, pretty=False, what=step)
 
     def _fetch(self, step: str, params: dict[str, object], keys: Sequence[str]) -> pl.DataFrame:
         try:
