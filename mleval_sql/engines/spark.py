@@ -221,8 +221,7 @@ def _hive_base(files: Sequence[str]) -> str | None:
 
 class SparkEngine(SQLEngine):
     """Evaluate with Spark (see the module docstring); Spark manages its memory
-    (spark.executor.memory, spark.driver.memory). ``plans`` keeps the physical plans each step
-    ran, by step."""
+    (spark.executor.memory, spark.driver.memory)."""
 
     name = "spark"
 
@@ -232,7 +231,6 @@ class SparkEngine(SQLEngine):
         self.spark, self.input_view = source.database.connection, source.name
         self.created: list[tuple[str, str]] = []
         self.persisted: list[Any] = []
-        self.plans: dict[str, list[str]] = {}
         self.groups: dict[tuple[str, ...], Any] = {}  # _group_ids
         # the settings the engine runs under; the user's are put back by close()
         self.restore: dict[str, str | None] = {}
@@ -365,7 +363,6 @@ class SparkEngine(SQLEngine):
                         F.lit(None).cast("double").alias("next_score"),
                         "p", "n", "lowest_pos", "lowest_neg"))
         # read once, by the file's final SELECT: a view, computed in that step's job
-        self._plan("ranked_points (blocks)", ends)
         ends.createOrReplaceTempView(self.prefix + _BLOCKS)
         if ("VIEW", self.prefix + _BLOCKS) not in self.created:
             self.created.append(("VIEW", self.prefix + _BLOCKS))
@@ -447,15 +444,10 @@ class SparkEngine(SQLEngine):
 
     def _collect(self, step: str, frame: Any) -> pl.DataFrame:
         """A final step's rows, as polars."""
-        self._plan(step, frame)
         # every field nullable: a null struct of non-null fields (an example of a problem
         # that did not occur, whose label is a constant) cannot be converted to Arrow otherwise
         frame = frame.to(_nullable(frame.schema))
         return self._unkey(plain_numbers(pl.from_arrow(frame.toArrow())))
-
-    def _plan(self, step: str, frame: Any) -> None:
-        self.plans.setdefault(step, []).append(
-            frame._jdf.queryExecution().executedPlan().toString())
 
     def _persist(self, step: str, gives: str | None, frame: Any, *, view: bool = False) -> Any:
         """``frame`` computed once and kept (memory, then disk), as the view ``gives``: a local
@@ -463,7 +455,6 @@ class SparkEngine(SQLEngine):
         re-plan, and no self-join of one lineage, which Spark 4.0 can mis-bind)."""
         from pyspark import StorageLevel
 
-        self._plan(step, frame)
         frame = frame.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
         self.persisted.append(frame)
         if gives is not None:
