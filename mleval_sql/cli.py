@@ -12,8 +12,8 @@ Usage::
     mleval curve lake/ --kind sweep --bins 20 --by model --format json
     mleval check lake/ --by model --memory-limit 1GB
     mleval metrics
-    mleval sql f1 --task multilabel --dialect spark
-    mleval sql adjusted_rand
+    mleval sql --metric f1 --task multilabel --dialect spark --threshold 0.3 -o f1.sql
+    mleval sql --metric adjusted_rand
     mleval report examples/report.toml --output report/ --fail-on-alert
 
 Bad input prints one line ``mleval: error: <message>`` on stderr and exits with status 2;
@@ -40,22 +40,18 @@ import duckdb
 import polars as pl
 
 import mleval_sql as me
-from mleval_sql.api import DEFAULT_METRICS
-from mleval_sql.engines import ENGINES
 from mleval_sql.outputs import atomic_output, check_output
-from mleval_sql.params import CURVE_PARAMS, DEFAULTS, PARAMS, Param
-from mleval_sql.plot import INSTALL_HINT, PlotError, check_target, plot_curve
+from mleval_sql.params import PARAMS, Param
+from mleval_sql.plot import CURVE_COLUMNS, INSTALL_HINT, PlotError, check_target, plot_curve
 from mleval_sql.registry import AVERAGES, METRICS, Metric
 from mleval_sql.reporting import add_command as add_report_command
+from mleval_sql.request import OPTIONS, Action
 from mleval_sql.schema import TASKS
 
 PROG = "mleval"
 FORMATS = ("table", "csv", "json", "parquet")
 EXTENSIONS = {".csv": "csv", ".json": "json", ".parquet": "parquet", ".txt": "table",
               ".table": "table"}
-#: The parameters of ``evaluate`` given as flags of their own, after --threshold, the sweep's
-#: --thresholds / --bins and --average.
-EVALUATE_PARAMS = [p for p in PARAMS if p not in ("threshold", "thresholds", "bins")]
 EXIT_ERROR = 2
 T = TypeVar("T")
 
@@ -154,124 +150,124 @@ class _Notes(logging.Handler):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of every subcommand; each sets ``run`` to the function that carries it out."""
+    """The parser of every subcommand; each sets ``run`` to the function that carries it out.
+    The flags of a request are the same on every subcommand that takes one, generated from
+    :data:`mleval_sql.request.OPTIONS` and :data:`mleval_sql.params.PARAMS`."""
     parser = _Parser(prog=PROG, description="Evaluate ML predictions stored in long-format "
                      "tables (sample, label, score, truth[, weight]).")
     parser.add_argument("--version", action="version", version=f"%(prog)s {me.__version__}")
     commands = parser.add_subparsers(dest="command", required=True,
                                      metavar="{evaluate,curve,check,metrics,sql,report}")
-    _add_evaluate(commands)
-    _add_curve(commands)
-    checking = commands.add_parser("check", help="only check the input (as every evaluation "
-                                   "does first) and print its task")
-    _add_source(checking)
-    checking.set_defaults(run=run_check)
-    listing = commands.add_parser("metrics", help="list the metrics, their tasks and averages")
-    listing.set_defaults(run=run_metrics)
-    query = commands.add_parser("sql", help="print one statement computing metrics over your "
-                                "table, to paste into a BI tool, psql or spark.sql")
-    query.add_argument("metric", nargs="*", help=f"default: {', '.join(DEFAULT_METRICS)}")
-    query.add_argument("--task", choices=TASKS,
-                       help="default: multilabel, or the metric's task when it has no multilabel "
-                            "form (clustering)")
-    query.add_argument("--average", action="append", choices=AVERAGES)
-    query.add_argument("--dialect", default="duckdb",
-                       help="any dialect sqlglot writes: duckdb, postgres, spark, trino, ...")
-    query.add_argument("--table", default="predictions", help="the table or view to read")
-    query.add_argument("--by", default="", help="segment columns, comma-separated")
-    query.add_argument("--column", action="append", default=[], type=_column, metavar="ROLE=NAME",
-                       help="where a canonical column is, e.g. score=prob; weight=w to weigh")
-    query.add_argument("--param", action="append", default=[], type=_param, metavar="NAME=VALUE",
-                       help="a parameter, e.g. threshold=0.3, thresholds=0.1,0.5, k=3")
-    query.add_argument("--view", help="wrap the statement in CREATE VIEW NAME")
-    kinds = query.add_mutually_exclusive_group()
-    kinds.add_argument("--checks", action="store_true",
-                       help="the input checks instead: one row per problem found")
-    kinds.add_argument("--curve", choices=["roc", "pr", "sweep", "reliability"])
-    query.set_defaults(run=run_sql)
-    add_report_command(commands)
-    return parser
-
-
-def _add_evaluate(commands: argparse._SubParsersAction) -> None:
     cmd = commands.add_parser("evaluate", help="compute metrics of parquet predictions")
-    _add_source(cmd)
-    cmd.add_argument("--metric", action="append", default=[], metavar="NAME",
-                     help=f"repeatable or comma-separated (default: {','.join(DEFAULT_METRICS)})")
-    _add_param(cmd, "threshold")
-    _add_thresholds(cmd, "sweep the decision metrics over these thresholds, e.g. 0,0.25,0.5",
-                    "sweep the decision metrics over thresholds 0, 1/N, ..., 1; ranking metrics "
-                    "become one-pass approximations on that grid")
-    cmd.add_argument("--average", action="append", choices=AVERAGES,
-                     help="repeatable (default: none for binary, macro otherwise)")
-    for name in EVALUATE_PARAMS:
-        _add_param(cmd, name)
-    cmd.add_argument("--wide", action="store_true",
-                     help="one row per segment and label, one column per metric (and average) "
-                          "instead of one row per value")
+    _add_inputs(cmd)
+    _add_request(cmd, "evaluate")
     _add_output(cmd)
     cmd.set_defaults(run=run_evaluate)
 
-
-def _add_curve(commands: argparse._SubParsersAction) -> None:
     cmd = commands.add_parser("curve", help="tabulate (and plot) ROC, PR, sweep or "
                               "reliability curves per segment and label")
-    _add_source(cmd)
-    _add_param(cmd, "kind")
-    _add_thresholds(cmd, "the thresholds of a sweep, e.g. 0,0.25,0.5",
-                    "a sweep at thresholds 0, 1/N, ..., 1; roc and pr: approximate curves "
-                    "on that grid")
-    _add_param(cmd, "n_bins")
-    drop = cmd.add_mutually_exclusive_group()
-    drop.add_argument("--drop-intermediate", dest="drop_intermediate", action="store_true",
-                      default=None, help="drop the points scikit-learn drops (default for roc)")
-    drop.add_argument("--keep-intermediate", dest="drop_intermediate", action="store_false",
-                      help="keep a point per distinct score (default for pr)")
+    _add_inputs(cmd)
+    _add_request(cmd, "curve")
     _add_output(cmd)
     cmd.add_argument("--plot", type=Path, metavar="FILE.png",
                      help=f"also draw the curves with matplotlib ({INSTALL_HINT})")
     cmd.set_defaults(run=run_curve)
 
+    cmd = commands.add_parser("check", help="only check the input (as every evaluation does "
+                              "first) and print its task")
+    _add_inputs(cmd)
+    _add_request(cmd, "check")
+    cmd.set_defaults(run=run_check)
 
-def _add_source(cmd: argparse.ArgumentParser) -> None:
-    """The options saying what to read and how: inputs, segments, task, engine, columns."""
+    cmd = commands.add_parser("metrics", help="list the metrics, their tasks and averages")
+    cmd.set_defaults(run=run_metrics)
+
+    cmd = commands.add_parser("sql", help="print one statement computing metrics over your "
+                              "table, to paste into a BI tool, psql or spark.sql")
+    _add_request(cmd, "evaluate", statement=True)
+    kinds = cmd.add_mutually_exclusive_group()
+    kinds.add_argument("--checks", action="store_true",
+                       help="the input checks instead of metrics: one row per problem found")
+    kinds.add_argument("--curve", dest="kind", choices=OPTIONS["kind"].choices,
+                       help="a curve instead of metrics, the rows of `mleval curve --kind`")
+    _add_request(cmd, "curve", statement=True, skip=("kind",))
+    cmd.add_argument("--dialect", default="duckdb",
+                     help="any dialect sqlglot writes: duckdb, postgres, spark, trino, ... "
+                          "(default: duckdb)")
+    cmd.add_argument("--table", default="predictions",
+                     help="the table or view to read (default: predictions)")
+    cmd.add_argument("--view", metavar="NAME", help="wrap the statement in CREATE VIEW NAME")
+    cmd.add_argument("-o", "--output", type=Path, metavar="FILE", help="default: stdout")
+    cmd.set_defaults(run=run_sql)
+    add_report_command(commands)
+    return parser
+
+
+def _add_inputs(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("inputs", nargs="+", metavar="INPUT",
                      help="parquet file, glob or hive-partitioned folder, local or s3://, gs://, "
                           "az://...; a Delta or Iceberg table (delta://LOCATION, "
                           "iceberg://CATALOG/NAMESPACE.TABLE, or detected from its folder)")
-    cmd.add_argument("--by", action="append", default=[], metavar="COL",
-                     help="segment columns, repeatable or comma-separated: --by model,dataset")
-    cmd.add_argument("--task", choices=TASKS, help="default: inferred from the data")
-    offered = [name for name, entry in ENGINES.items() if entry.offered]
-    cmd.add_argument("--engine", choices=offered, default=offered[0],
-                     help="spark: the active or a local SparkSession reads the parquet inputs, "
-                          "or a table of its catalog named as the input")
-    cmd.add_argument("--column", action="append", default=[], type=_column, metavar="ROLE=NAME",
-                     help="where a role (sample, label, score, truth, weight; clustering: "
-                          "sample, truth, cluster, weight) is found, e.g. score=prob or "
-                          "cluster=pred; weight= ignores a weight column (repeatable)")
-    cmd.add_argument("--memory-limit", metavar="SIZE", help="e.g. 1GB")
-    cmd.add_argument("--storage-option", action="append", default=[], type=_storage_option,
-                     metavar="KEY=VALUE", help="for object storage, beyond the cloud's "
-                     "environment variables, e.g. aws_endpoint_url=http://127.0.0.1:9000 "
-                     "(repeatable)")
-    cmd.add_argument("--version", "--as-of", dest="as_of", metavar="N",
-                     help="a Delta table's version or an Iceberg snapshot id (or an ISO "
-                          "timestamp: the version then); default: the current one")
 
 
-def _add_thresholds(cmd: argparse.ArgumentParser, thresholds_help: str, bins_help: str) -> None:
-    """``--thresholds T,T,...`` or ``--bins N`` (thresholds 0, 1/N, ..., 1), not both."""
-    sweep = cmd.add_mutually_exclusive_group()
-    _add_param(sweep, "thresholds", thresholds_help)
-    _add_param(sweep, "bins", bins_help)
+#: Flags spelled otherwise than their option: one metric or column a flag, repeated.
+FLAGS = {"metrics": "--metric", "columns": "--column", "storage_options": "--storage-option"}
 
 
-def _add_param(cmd: argparse._ActionsContainer, name: str, help: str | None = None) -> None:
+def _add_request(cmd: argparse.ArgumentParser, action: Action, *, statement: bool = False,
+                 skip: Sequence[str] = ()) -> None:
+    """The flags of every option ``action`` takes (``statement``: those ``mleval sql``
+    takes), not yet added to ``cmd``: each option's flag, help and kind from its one
+    declaration; a list takes the flag repeated or a comma-separated list."""
+    present = {a.dest for a in cmd._actions}
+    for option in OPTIONS.values():
+        if action not in option.actions or option.name in present or option.name in skip \
+                or (statement and not option.statement) or option.name == "connection":
+            continue
+        flag = FLAGS.get(option.name, option.flag)
+        if option.name == "drop_intermediate":
+            drop = cmd.add_mutually_exclusive_group()
+            drop.add_argument("--drop-intermediate", dest="drop_intermediate",
+                              action="store_true", default=None,
+                              help="drop the points scikit-learn drops (default for roc)")
+            drop.add_argument("--keep-intermediate", dest="drop_intermediate",
+                              action="store_false",
+                              help="keep a point per distinct score (default for pr)")
+            continue
+        spec: dict[str, Any] = {"dest": option.name, "help": option.help,
+                                "metavar": option.metavar}
+        if option.arity == "switch":
+            spec.update(action="store_true", default=None)
+            spec.pop("metavar")
+        elif option.arity == "list":
+            spec.update(action="append", type=_listed)
+            spec["help"] += " (repeatable or comma-separated)"
+        elif option.arity == "pairs":
+            spec.update(action="append", type=_pair)
+            spec["help"] += " (repeatable)"
+        elif option.choices:
+            spec.update(choices=option.choices, metavar=None)
+            if option.name == "engine":
+                spec["default"] = option.choices[0]
+        elif option.name == "threads":
+            spec.update(type=int)
+        cmd.add_argument(flag, **spec)
+    params = [p for p in PARAMS if p not in present and (
+        action == "evaluate" or p in ("thresholds", "bins", "n_bins")) and action != "check"]
+    if "thresholds" in params:  # --thresholds T,T,... or --bins N (thresholds 0, 1/N, ..., 1)
+        sweep = cmd.add_mutually_exclusive_group()
+        _add_param(sweep, "thresholds")
+        _add_param(sweep, "bins")
+    for name in params:
+        if name not in ("thresholds", "bins"):
+            _add_param(cmd, name)
+
+
+def _add_param(cmd: argparse._ActionsContainer, name: str) -> None:
     """The flag of a parameter of :mod:`mleval_sql.params` (``--max-fpr X``), its type, choices,
-    default and help from the parameter's declaration (``help``: in this command's words)."""
-    param = PARAMS.get(name) or CURVE_PARAMS[name]
-    text = help or _described(param)
+    default and help from the parameter's declaration."""
+    param = PARAMS[name]
+    text = _described(param)
     if param.default is not None or param.kind == "choice":
         text += f" (default: {_spelled(param.default)})"
     options: dict[str, Any] = {"default": param.default, "help": text,
@@ -283,6 +279,37 @@ def _add_param(cmd: argparse._ActionsContainer, name: str, help: str | None = No
     else:
         options["type"] = {"number": float, "whole": int, "numbers": _floats}[param.kind]
     cmd.add_argument(param.flag, **options)
+
+
+#: Options passed on only where given (the others always, at their flag's default).
+IF_GIVEN = ("metrics", "storage_options", "as_of", "threads")
+
+
+def request(args: argparse.Namespace, action: Action, *,
+            statement: bool = False) -> dict[str, Any]:
+    """The options of ``action`` on the command line by name, as the API's keywords (lists
+    joined, pairs as a mapping), which build the request."""
+    given: dict[str, Any] = {}
+    for option in OPTIONS.values():
+        if action not in option.actions or option.name in ("connection", "kind") \
+                or (statement and not option.statement):
+            continue
+        value = getattr(args, option.name, None)
+        if value is None and option.name in IF_GIVEN:
+            continue
+        if option.arity == "list":
+            value = [v for part in value or () for v in part] or (
+                None if option.name == "average" else [])
+        elif option.arity == "pairs":
+            value = _pairs(FLAGS.get(option.name, option.flag), value or [])
+        elif option.arity == "switch" and value is None and option.default is not None:
+            value = option.default
+        given[option.name] = value
+    for name in PARAMS:
+        if action == "evaluate" or (action == "curve" and name in ("thresholds", "bins",
+                                                                  "n_bins")):
+            given[name] = getattr(args, name)
+    return given
 
 
 def _described(param: Param) -> str:
@@ -314,18 +341,27 @@ def _add_output(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("-o", "--output", type=Path, metavar="FILE", help="default: stdout")
 
 
-def _column(text: str) -> tuple[str, str | None]:
-    role, sep, name = text.partition("=")
-    if not sep or not role:
-        raise argparse.ArgumentTypeError(f"expected ROLE=NAME, got {text!r}")
-    return role.strip(), name.strip() or None
-
-
-def _storage_option(text: str) -> tuple[str, str]:
+def _pair(text: str) -> tuple[str, str | None]:
+    """``KEY=VALUE`` (``--column score=prob``; ``weight=`` is no column)."""
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    return key.strip(), value
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE (e.g. ROLE=NAME), got {text!r}")
+    return key.strip(), value.strip() or None
+
+
+def _pairs(flag: str, pairs: list[tuple[str, str | None]]) -> dict[str, str | None]:
+    """The pairs of a repeated flag as a mapping; a key given twice is an error."""
+    out: dict[str, str | None] = {}
+    for key, value in pairs:
+        if key in out:
+            raise UsageError(f"{flag} {key}= is given twice")
+        out[key] = value
+    return out
+
+
+def _listed(text: str) -> list[str]:
+    """A comma-separated list: ``"f1, roc_auc"`` -> ``["f1", "roc_auc"]``."""
+    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 def _floats(text: str) -> list[float]:
@@ -348,15 +384,12 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    task = _noting(me.check, list(args.inputs), **_source_options(args))
-    sys.stdout.write(f"ok: {task}\n")
+    sys.stdout.write(f"ok: {_noting(me.check, list(args.inputs), **request(args, 'check'))}\n")
     return 0
 
 
 def run_curve(args: argparse.Namespace) -> int:
     fmt = output_format(args.format, args.output)
-    if args.kind == "sweep" and args.thresholds is None and args.bins is None:
-        raise UsageError("--kind sweep needs --thresholds T,T,... or --bins N")
     if args.plot is not None:
         check_target(args.plot)  # before the scan: a missing matplotlib should not cost one
     _check_outputs(args, args.output, args.plot)
@@ -364,10 +397,10 @@ def run_curve(args: argparse.Namespace) -> int:
     if args.plot is None or args.output is not None or args.format is not None:
         emit(result, fmt, args.output)
     if args.plot is not None:
-        plot_curve(result, args.kind, args.plot, by=_source_options(args)["by"],
-                   areas=not (args.kind == "pr" and args.drop_intermediate))
+        kind = args.kind or OPTIONS["kind"].choices[0]
+        plot_curve(result, kind, args.plot, areas=not (kind == "pr" and args.drop_intermediate))
         if args.output is None and args.format is None:  # the plot instead of a long table
-            keys = [*_source_options(args)["by"], "label"]
+            keys = [c for c in result.columns if c not in CURVE_COLUMNS]
             sys.stdout.write(f"wrote {args.plot}: {result.select(keys).n_unique()} curve(s), "
                              f"{result.height} points (-o FILE or --format for the table)\n")
     return 0
@@ -402,33 +435,14 @@ def output_format(fmt: str | None, output: Path | None) -> str:
 
 
 def evaluate(args: argparse.Namespace) -> pl.DataFrame:
-    """``mleval_sql.evaluate`` with the command line's arguments, its warnings shown as notes."""
-    options: dict[str, Any] = {
-        **_source_options(args), **{name: getattr(args, name) for name in PARAMS},
-        "average": args.average, "wide": args.wide,
-    }
-    metrics = [name.strip() for arg in args.metric for name in arg.split(",") if name.strip()]
-    if metrics:
-        options["metrics"] = metrics
-    return _noting(me.evaluate, list(args.inputs), **options)
+    """``mleval_sql.evaluate`` with the command line's options, its warnings shown as notes."""
+    return _noting(me.evaluate, list(args.inputs), **request(args, "evaluate"))
 
 
 def curve(args: argparse.Namespace) -> pl.DataFrame:
-    """``mleval_sql.curve`` with the command line's arguments, its warnings shown as notes."""
-    return _noting(me.curve, list(args.inputs), args.kind, **_source_options(args),
-                   thresholds=args.thresholds, bins=args.bins, n_bins=args.n_bins,
-                   drop_intermediate=args.drop_intermediate)
-
-
-def _source_options(args: argparse.Namespace) -> dict[str, Any]:
-    by = [name.strip() for arg in args.by for name in arg.split(",") if name.strip()]
-    options = {"by": by, "task": args.task, "engine": args.engine,
-               "columns": dict(args.column), "memory_limit": args.memory_limit}
-    if args.storage_option:  # only where given: object storage and tables take them
-        options["storage_options"] = dict(args.storage_option)
-    if args.as_of is not None:
-        options["as_of"] = args.as_of
-    return options
+    """``mleval_sql.curve`` with the command line's options, its warnings shown as notes."""
+    return _noting(me.curve, list(args.inputs), args.kind or OPTIONS["kind"].choices[0],
+                   **request(args, "curve"))
 
 
 def _noting(run: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -522,26 +536,19 @@ def averages_text(metric: Metric) -> str:
     return "; ".join(parts) or "-"
 
 
-def _param(text: str) -> tuple[str, object]:
-    name, sep, value = text.partition("=")
-    if not sep or name not in DEFAULTS:
-        raise argparse.ArgumentTypeError(f"expected NAME=VALUE with NAME one of "
-                                         f"{', '.join(sorted(DEFAULTS))}, got {text!r}")
-    if name == "thresholds":
-        return name, [float(v) for v in value.split(",")]
-    if value.lower() in ("null", "none"):
-        return name, None
-    if value.lower() in ("true", "false"):
-        return name, value.lower() == "true"
-    return name, int(value) if value.lstrip("-").isdigit() else float(value)
-
-
 def run_sql(args: argparse.Namespace) -> int:
-    by = [c for c in args.by.split(",") if c]
-    text = me.sql(args.metric or DEFAULT_METRICS, task=args.task, average=args.average,
-                  dialect=args.dialect, table=args.table, by=by, columns=dict(args.column),
-                  view=args.view, checks=args.checks, curve=args.curve, **dict(args.param))
-    sys.stdout.write(text.rstrip("\n") + "\n")
+    # every option given, whichever statement it is for: one given to the other is an error
+    options = {**request(args, "curve", statement=True),
+               **request(args, "evaluate", statement=True)}
+    text = me.sql(dialect=args.dialect, table=args.table, view=args.view, checks=args.checks,
+                  curve=args.kind, **options)
+    text = text.rstrip("\n") + "\n"
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        check_output(args.output)
+        with atomic_output(args.output) as part:
+            part.write_text(text, encoding="utf-8")
     return 0
 
 

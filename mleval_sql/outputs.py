@@ -48,6 +48,29 @@ def check_output(target: str | os.PathLike[str], *,
         raise OutputError(f"cannot write to the folder of {path}: permission denied")
     if path.is_dir():
         raise OutputError(f"{path} is a folder; name a file to write")
+    _outside(path, inputs)
+    return path
+
+
+def check_folder(target: str | os.PathLike[str], *,
+                 inputs: Sequence[str | os.PathLike[str]] = ()) -> Path:
+    """``target`` if it can take a folder of outputs (made if missing), else an
+    ``OutputError``: not a file, and neither one of ``inputs`` nor inside one.
+
+    >>> check_folder("fixtures/x", inputs=["fixtures"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    mleval_sql.outputs.OutputError: the output fixtures/x is inside the input fixtures: ...
+    """
+    path = Path(target)
+    if path.exists() and not path.is_dir():
+        raise OutputError(f"{path} is a file, not a folder")
+    _outside(path, inputs)
+    return path
+
+
+def _outside(path: Path, inputs: Sequence[str | os.PathLike[str]]) -> None:
+    """An ``OutputError`` if ``path`` is one of ``inputs`` (files, folders or globs; object
+    storage is not looked at) or lies inside an input folder."""
     where = path.resolve()
     for given in inputs:
         text = os.fspath(given)
@@ -61,7 +84,6 @@ def check_output(target: str | os.PathLike[str], *,
             if found == where or found in where.parents:
                 raise OutputError(f"the output {path} is {'inside ' if found != where else ''}"
                                   f"the input {item}: write it elsewhere")
-    return path
 
 
 @contextmanager

@@ -129,6 +129,13 @@ CURVE_PARAMS: dict[str, Param] = _params(
     Param("drop_intermediate", None, "drop the points scikit-learn drops (default: True for "
           "roc, False for pr, as scikit-learn)", "choice", choices=(True, False)),
 )
+#: Switches of the steps that the request sets from what was asked, never a user's value.
+SWITCHES: dict[str, Param] = _params(
+    Param("micro", True, "pool every label's curve into one (asked: the micro average); the "
+          "pooled sort costs more than every label's own", "choice", choices=(True, False)),
+    Param("adjusted", True, "compute the expected mutual information (asked: "
+          "adjusted_mutual_info); a sum over the margins", "choice", choices=(True, False)),
+)
 DEFAULTS: dict[str, Any] = {p.name: p.default for p in (*PARAMS.values(),
                                                          *CURVE_PARAMS.values())}
 #: The parameters shown as result columns, in their order.

@@ -69,6 +69,9 @@ STYLES: dict[str, Style] = {
                          legend="upper left"),
 }
 LINESTYLES = ("-", "--", ":", "-.")
+#: The columns of a curve table (``mleval_sql.curve``) besides its segment columns.
+CURVE_COLUMNS = ("label", "threshold", "tp", "fp", "fn", "tn", "tpr", "fpr", "precision",
+                 "recall", "bin", "lower", "upper", "mean_score", "observed_rate", "weight")
 
 
 def _matplotlib() -> tuple[Any, Any]:
@@ -106,16 +109,32 @@ MAX_LINES = 8
 MAX_PANELS = 64
 
 
+def segment_columns(table: pl.DataFrame, by: Sequence[str] = ()) -> list[str]:
+    """The segment columns of a curve table: ``by``, then every other column that is not a
+    curve's own, so that no two segments are ever drawn as one line.
+
+    >>> segment_columns(pl.DataFrame({"model": ["a"], "label": ["x"], "tpr": [1.0]}))
+    ['model']
+    """
+    missing = [c for c in by if c not in table.columns]
+    if missing:
+        raise PlotError(f"segment column {missing[0]!r} is not in the curve table; it has "
+                        f"{table.columns}")
+    return [*by, *(c for c in table.columns if c not in CURVE_COLUMNS and c not in by)]
+
+
 def figure(table: pl.DataFrame, kind: str, *, by: Sequence[str] = (),
            title: str | None = None, areas: bool = True) -> Figure:
     """The curves of ``table`` (a ``mleval_sql.curve`` result of ``kind``) as a Figure.
 
-    One line per (segment, label); the label is left out of the legend when the table has one
-    (binary). With ``areas``, each ROC line's legend gives its AUC and each PR line its average
-    precision, computed from the table's points (the trapezoids of ROC, scikit-learn's step-wise
-    sum of PR: equal to ``roc_auc`` and ``average_precision`` when the PR table keeps every
-    point, as ``curve`` does by default). More than ``SMALL_MULTIPLES`` segments, or more than
-    ``MAX_LINES`` lines, are drawn as small multiples: one panel per segment, sharing axes.
+    One line per (segment, label): the segments are ``by`` and every other column of the table
+    that a curve does not have (:func:`segment_columns`); the label is left out of the legend
+    when the table has one (binary). With ``areas``, each ROC line's legend gives its AUC and
+    each PR line its average precision, computed from the table's points (the trapezoids of
+    ROC, scikit-learn's step-wise sum of PR: equal to ``roc_auc`` and ``average_precision``
+    when the PR table keeps every point, as ``curve`` does by default). More than
+    ``SMALL_MULTIPLES`` segments, or more than ``MAX_LINES`` lines, are drawn as small
+    multiples: one panel per segment, sharing axes.
 
     >>> import mleval_sql as me
     >>> fig = figure(me.curve("fixtures/lake", "pr", by="model"), "pr", by=["model"])
@@ -126,7 +145,7 @@ def figure(table: pl.DataFrame, kind: str, *, by: Sequence[str] = (),
         raise PlotError(f"unknown curve kind {kind!r}; kinds are {list(STYLES)}")
     figure_class, canvas = _matplotlib()
     style = STYLES[kind]
-    by = list(by)
+    by = segment_columns(table, by)
     labels = ["label"] if table["label"].n_unique() > 1 else []
     segments = table.select(by).n_unique() if by else 1
     many = segments > SMALL_MULTIPLES or segments * table["label"].n_unique() > MAX_LINES

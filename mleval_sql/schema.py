@@ -255,3 +255,16 @@ def _task(summary: pl.DataFrame, columns: Columns, task: Task | None) -> Task:
                          f"{columns.truth!r}, but samples have {min_true} to {max_true}, "
                          f"e.g. sample {sample!r}")
     return task
+
+
+def enums_as_strings(frame: pl.LazyFrame) -> pl.LazyFrame:
+    """``frame`` with Enum columns as plain strings.
+
+    DuckDB reads Arrow dictionaries as VARCHAR, so labels and segments must compare and sort by
+    their text on the polars side too. A Categorical does (polars >= 1.32 sorts it by its text),
+    and the polars engine groups by its codes rather than hashing text; an Enum sorts by its
+    category order (argmax ties and the result order would differ between the engines).
+    """
+    coded = [name for name, dtype in frame.collect_schema().items()
+             if isinstance(dtype, pl.Enum)]
+    return frame.with_columns(pl.col(coded).cast(pl.String)) if coded else frame

@@ -26,7 +26,7 @@ import polars as pl
 
 from mleval_sql import files as listing
 from mleval_sql.lakes import AsOf, Lake, StorageOptions, open_lake
-from mleval_sql.schema import InputError
+from mleval_sql.schema import InputError, enums_as_strings
 
 if TYPE_CHECKING:
     import duckdb
@@ -169,19 +169,6 @@ def as_source(data: Any, *, storage_options: StorageOptions | None = None,
         return InMemory(enums_as_strings(pl.from_pandas(data).lazy()))
     raise InputError(f"cannot read predictions from a {type(data).__name__}; give parquet "
                      "or CSV paths, an Arrow table or dataset, a polars, pandas or DuckDB table")
-
-
-def enums_as_strings(frame: pl.LazyFrame) -> pl.LazyFrame:
-    """``frame`` with Enum columns as plain strings.
-
-    DuckDB reads Arrow dictionaries as VARCHAR, so labels and segments must compare and sort by
-    their text on the polars side too. A Categorical does (polars >= 1.32 sorts it by its text),
-    and the polars engine groups by its codes rather than hashing text; an Enum sorts by its
-    category order (argmax ties and the result order would differ between the engines).
-    """
-    coded = [name for name, dtype in frame.collect_schema().items()
-             if isinstance(dtype, pl.Enum)]
-    return frame.with_columns(pl.col(coded).cast(pl.String)) if coded else frame
 
 
 #: File types read from paths (a folder is read as a hive-partitioned parquet lake)

@@ -14,11 +14,12 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from mleval_sql import api, dialects
+from mleval_sql import dialects
 from mleval_sql.engines.sql import canonical
-from mleval_sql.params import DEFAULTS, PARAMS, checked
-from mleval_sql.registry import AVERAGING, CURVES, METRICS, STEPS, SWEEP
-from mleval_sql.schema import TASKS, Columns, InputError, Task
+from mleval_sql.params import PARAMS
+from mleval_sql.registry import AVERAGING, METRICS, STEPS, SWEEP
+from mleval_sql.request import OPERATING_THRESHOLD, SWEEP_METRICS, Plan, Request
+from mleval_sql.schema import Columns, InputError, Task
 
 #: Which summary column of queries/validate_summary.sql says what problem (--checks), with the
 #: column holding an example sample where there is one.
@@ -34,57 +35,55 @@ PROBLEMS: tuple[tuple[str, str, str | None], ...] = (
 )
 
 
-def sql(metrics: str | Sequence[str] = api.DEFAULT_METRICS, *, task: Task | None = None,
+def sql(metrics: str | Sequence[str] | None = None, *, task: Task | None = None,
         dialect: str = "duckdb", table: str = "predictions", by: str | Sequence[str] = (),
         columns: Mapping[str, str | None] | None = None, average: str | Sequence[str] | None = None,
         view: str | None = None, checks: bool = False, curve: str | None = None,
         pretty: bool = True, **params: Any) -> str:
     """A self-contained statement computing ``metrics`` over ``table`` in ``dialect``.
 
-    ``by``, ``columns`` and the parameters (``threshold=``, ``thresholds=``, ``bins=``,
-    ``beta=``, ``k=``, ``zero_division=``, ``max_fpr=``, ``min_recall=``, ``min_precision=``,
-    ``n_bins=``, ``drop_intermediate=``) mean what they mean for ``evaluate``; a weight column
-    is read only when ``columns`` names one; ``truth`` may be boolean or 0/1. ``checks``: one
-    row per problem found in the input instead (``segment columns, problem, count, example``).
-    ``curve``: "roc", "pr", "sweep" or "reliability", the rows of ``me.curve``. ``view``: a
-    ``CREATE VIEW`` of that name. Clustering metrics (not yet portable): the family's query
-    over ``predictions(sample, truth, cluster, weight, segment)`` with ``$parameters``.
+    ``metrics``, ``task``, ``by``, ``columns``, ``average`` and the parameters (``threshold=``,
+    ``thresholds=``, ``bins=``, ``beta=``, ``k=``, ``zero_division=``, ``max_fpr=``,
+    ``min_recall=``, ``min_precision=``, ``n_bins=``, ``drop_intermediate=``) mean what they
+    mean for ``evaluate``, and the rows come in the same order. A statement cannot look at the
+    data: the task is the one named, else the one the metrics share, else binary where no label
+    column is read (``columns={"label": None}``; a binary statement reads a label column only
+    where ``columns`` names one); a weight column is read only when ``columns`` names one;
+    ``truth`` may be boolean or 0/1. ``checks``: one row per problem found in the input instead
+    (``segment columns, problem, count, example``). ``curve``: "roc", "pr", "sweep" or
+    "reliability", the rows of ``me.curve``. ``view``: a ``CREATE VIEW`` of that name.
+    Clustering metrics (not yet portable): the family's query over ``predictions(sample,
+    truth, cluster, weight, segment)`` with ``$parameters``.
     """
-    unknown = sorted(set(params) - set(DEFAULTS))
-    if unknown:
-        raise InputError(f"unknown parameter {unknown[0]!r}; parameters are {sorted(DEFAULTS)}")
-    if not curve and params.get("drop_intermediate") is not None:
-        raise InputError("drop_intermediate is for roc and pr curves")
-    params.pop("drop_intermediate", None) if not curve else None
-    names = [metrics] if isinstance(metrics, str) else list(metrics)
-    if task is None:  # multilabel, or the first metric's own task when it has no multilabel form
-        families = METRICS[api._names(names)[0]].families
-        task = "multilabel" if "multilabel" in families else next(iter(families))
-    if task == "clustering":
-        return _family_query(api._names(names)[0], task, average, dialect, pretty)
-    by = [by] if isinstance(by, str) else list(by)
-    cols = Columns.from_mapping(columns)
-    weight = (columns or {}).get("weight")
-    if task not in TASKS:
-        raise InputError(f"unknown task {task!r}; tasks are {list(TASKS)}")
-    if not checks and not curve and task != "regression" and names and all(
-            set(METRICS[m].families) == {"regression"} for m in api._names(names)):
-        task = "regression"
+    if checks and curve:
+        raise InputError("checks and curve: a statement gives the checks or a curve, not both")
+    action = "check" if checks else "curve" if curve else "evaluate"
+    request = Request.statement(action, metrics=metrics, task=task, by=by, columns=columns,
+                                average=average, kind=curve, **params)
     try:
         sqlglot.Dialect.get_or_raise(dialect)
     except ValueError as error:
         raise InputError(str(error)) from error
+    task = request.statement_task()
+    if task == "clustering":
+        return _family_query(request, dialect, pretty)
+    cols = Columns.from_mapping(request.columns)
+    if task == "binary" and "label" not in request.columns:
+        cols = Columns.from_mapping({**request.columns, "label": None})
+    weight = request.columns.get("weight")
     source = exp.to_table(table, dialect=dialect)
     for part in source.parts:
         part.set("quoted", True)
-    builder = _Builder(dialect, by)
+    builder = _Builder(dialect, list(request.by))
     if checks:
         body, what = builder.checks(source, cols, weight, task), "input checks"
     elif curve:
-        body, what = builder.curve(source, cols, weight, task, curve, params), f"{curve} curve"
+        body, what = builder.curve(source, cols, weight, request, task), f"{curve} curve"
     else:
-        body, what = builder.metrics(source, cols, weight, task, api._names(names), average,
-                                     params), ", ".join(names)
+        assert task is not None
+        plan = request.plan(task)
+        body = builder.metrics(source, cols, weight, plan)
+        what = ", ".join(request.metric_names(task))
     text = dialects.render(body, dialect, pretty=pretty, what=what)
     if view:
         name = exp.to_table(view, dialect=dialect)
@@ -92,7 +91,8 @@ def sql(metrics: str | Sequence[str] = api.DEFAULT_METRICS, *, task: Task | None
             part.set("quoted", True)
         text = f"CREATE VIEW {name.sql(dialect)} AS\n{text}"
     shown = ", ".join(f"{k} {_shown(v)}" for k, v in builder.shown.items())
-    header = f"-- mleval_sql: {what} ({task}) from {table}{'; ' + shown if shown else ''}.\n"
+    header = (f"-- mleval_sql: {what} ({task or 'any task'}) from {table}"
+              f"{'; ' + shown if shown else ''}.\n")
     return header + text + ("" if dialect == "spark" else ";")
 
 
@@ -141,7 +141,7 @@ class _Builder:
                 self._cte(name, final_name if step.gives is None else name, renamed, reads,
                           params)
             for p in step.params:
-                if p not in ("micro", "kind", "drop_intermediate", "thresholds"):
+                if p in PARAMS and p != "thresholds":
                     self.shown.setdefault(p, params[p])
             if step.gives is not None:
                 relations[step.gives] = (name, dialects.grown_keys(name, reads))
@@ -172,21 +172,16 @@ class _Builder:
                descending: Sequence[str] = ()) -> exp.Select:
         keys = [exp.column(exp.to_identifier(c, quoted=True)) for c in self.by]
         keys += [exp.column(c) if isinstance(c, str) else c for c in columns]
-        return select.order_by(*(exp.Ordered(this=k, desc=k.name in descending,
+        return select.order_by(*(exp.Ordered(this=k, desc=isinstance(k, exp.Column)
+                                             and k.name in descending,
                                              nulls_first=True) for k in keys))
 
     # -- the three kinds of statement -------------------------------------------------------
 
-    def metrics(self, table: exp.Table, cols: Columns, weight: str | None, task: Task,
-                names: list[str], average: str | Sequence[str] | None,
-                given: dict[str, Any]) -> exp.Select:
-        params: dict[str, Any] = checked(**given)
-        averages = api._averages(average, task)
-        plan = api._plan(names, task, averages, sweep=params["thresholds"] is not None)
-        params["micro"] = "micro" in averages
-        if params["thresholds"] is not None and SWEEP.name not in plan.families:
-            raise InputError(f"{', '.join(names)} cannot be swept over thresholds for task "
-                             f"{task!r}")
+    def metrics(self, table: exp.Table, cols: Columns, weight: str | None,
+                plan: Plan) -> exp.Select:
+        request, task = plan.request, plan.task
+        params = request.engine_params(plan)
         self._source(table, cols, weight, self.by, truth="number" if task == "regression"
                      else "bool")
         parts = []
@@ -204,28 +199,32 @@ class _Builder:
             body = exp.union(body, part, distinct=False)
         out = exp.select("*").from_(exp.Subquery(this=body, alias=exp.TableAlias(
             this=exp.to_identifier("metric_rows"))))
-        out = self._order(out, "metric", "average", "label", *optional)
-        if params["thresholds"] is not None:
+        averages = list(dict.fromkeys([*request.averages(task), "none"]))
+        out = self._order(out, _rank(exp.column("metric"), request.metric_names(task)),
+                          _rank(exp.func("coalesce", exp.column("average"),
+                                         exp.Literal.string("none")), averages),
+                          "label", *optional, descending=["threshold"])
+        if plan.sweep:
             self.shown["thresholds"] = params["thresholds"]
         return self._with(out)
 
-    def _optional(self, plan: api._Plan, params: dict[str, object]) -> list[str]:
+    def _optional(self, plan: Plan, params: dict[str, object]) -> list[str]:
         used = {p for f in plan.families.values() for p in _params_of(f, plan.task)}
         wanted = {m for keep in plan.keep.values() for m in keep}
         out = []
         if "confusion_matrix" in wanted:
             out.append("predicted")
-        per_label_points = any(None in averages for averages in plan.keep.get("operating",
-                                                                               {}).values())
-        if "threshold" in used or "thresholds" in used or per_label_points:
+        if "threshold" in used or "thresholds" in used:
             out.append("threshold")
         out += [p for p in _METRIC_PARAMS if params[p] is not None
                 and any(p in METRICS[m].params for m in wanted)]
         if params["bins"] is not None and "bins" in used:
             out.append("bins")
+        if any(None in averages for averages in plan.keep.get("operating", {}).values()):
+            out.append(OPERATING_THRESHOLD)  # the points that per-label rows reach
         return out
 
-    def _family_rows(self, plan: api._Plan, family: Any, wanted: dict[str, set[str | None]],
+    def _family_rows(self, plan: Plan, family: Any, wanted: dict[str, set[str | None]],
                      cte: str, keys: list[str], params: dict[str, object],
                      optional: list[str]) -> exp.Select:
         used = _params_of(family, plan.task)
@@ -237,9 +236,11 @@ class _Builder:
                             else "double")
         values: dict[str, exp.Expression] = {
             "predicted": row("predicted") if "predicted" in has else exp.null(),
-            "threshold": (row(keys[-1]) if family is SWEEP else row("threshold")
-                          if "threshold" in has else dialects.literal(params["threshold"])
+            "threshold": (row(keys[-1]) if family is SWEEP
+                          else dialects.literal(params["threshold"])
                           if "threshold" in used else typed_null("threshold")),
+            OPERATING_THRESHOLD: (row(OPERATING_THRESHOLD) if OPERATING_THRESHOLD in has
+                                  else typed_null(OPERATING_THRESHOLD)),
             "bins": exp.cast(dialects.literal(params["bins"]) if "bins" in used
                              else exp.null(), "bigint"),
         }
@@ -317,29 +318,17 @@ class _Builder:
                        "example"),
         ).from_("summary").where(condition)
 
-    def curve(self, table: exp.Table, cols: Columns, weight: str | None, task: Task,
-              kind: str, given: dict[str, Any]) -> exp.Select:
-        if task == "regression":
-            raise InputError("curves are for classification tasks, not regression")
+    def curve(self, table: exp.Table, cols: Columns, weight: str | None, request: Request,
+              task: Task | None) -> exp.Select:
+        plan = request.plan(task or "multilabel")  # every classification task's curve steps
+        params = request.engine_params(plan)
         self._source(table, cols, weight, self.by, truth="bool")
-        drop = given.pop("drop_intermediate", None)
-        if kind == "sweep":
-            if given.get("thresholds") is None and given.get("bins") is None:
-                raise InputError("a sweep needs thresholds= or bins=")
-            params: dict[str, Any] = checked(**given)
-            params["micro"] = False
-            cte, keys = self._chain(SWEEP.steps(task) if task in SWEEP.stats else (),
-                                    params, "sweep_rows")
+        if plan.sweep:
+            cte, keys = self._chain(SWEEP.steps(plan.task), params, "sweep_rows")
             self.shown["thresholds"] = params["thresholds"]
             return self._with(self._sweep(cte, keys))
-        if kind not in CURVES:
-            raise InputError(f"unknown curve kind {kind!r}; kinds are {[*CURVES, 'sweep']}")
-        params: dict[str, Any] = checked(**given)
-        params["kind"] = kind
-        params["drop_intermediate"] = (kind == "roc") if drop is None else bool(drop)
-        steps = CURVES[kind]
-        cte, keys = self._chain(steps, params, "curve_rows")
-        final = sqlglot.parse_one(_load(steps[-1]), read="duckdb")
+        cte, keys = self._chain(plan.curve, params, "curve_rows")
+        final = sqlglot.parse_one(_load(plan.curve[-1]), read="duckdb")
         rest = [p.alias_or_name for p in final.selects if p.alias_or_name != "segment"]
         out = exp.select(*self._segments_out(), *rest).from_(cte)
         order = [c for c in ("label", "threshold", "bin") if c in rest]
@@ -352,11 +341,11 @@ class _Builder:
                 true=exp.column("value"))]))
         wide = exp.select(
             *(exp.column(k) for k in keys), "label",
-            *(exp.alias_(metric(m), m) for m in api.SWEEP_METRICS),
+            *(exp.alias_(metric(m), m) for m in SWEEP_METRICS),
         ).from_(cte).where(exp.and_(
             exp.Is(this=exp.column("average"), expression=exp.null()),
             exp.In(this=exp.column("metric"),
-                   expressions=[exp.Literal.string(m) for m in api.SWEEP_METRICS]),
+                   expressions=[exp.Literal.string(m) for m in SWEEP_METRICS]),
         )).group_by(
             *(exp.column(k) for k in keys), "label")
         fp, tn = exp.column("fp"), exp.column("tn")
@@ -434,19 +423,28 @@ def _rename(tree: exp.Expression, names: dict[str, str]) -> exp.Expression:
     return tree.transform(put)
 
 
-def _family_query(metric: str, task: Task, average: Any, dialect: str, pretty: bool) -> str:
-    """A metric's family steps as one query over ``predictions`` with ``$parameters``."""
+def _family_query(request: Request, dialect: str, pretty: bool) -> str:
+    """The first metric's family steps as one query over ``predictions`` with
+    ``$parameters``."""
     from mleval_sql import queries
-    from mleval_sql.registry import STEPS as steps_of
-    steps = METRICS[metric].family(task, average).steps(task)
+    metric = request.metric_names("clustering")[0]
+    steps = METRICS[metric].family("clustering").steps("clustering")
     tree = sqlglot.parse_one(queries.load(steps[-1]), read="duckdb")
     ctes = [exp.CTE(this=sqlglot.parse_one(queries.load(s), read="duckdb"),
-                    alias=exp.TableAlias(this=exp.to_identifier(steps_of[s].gives)))
+                    alias=exp.TableAlias(this=exp.to_identifier(STEPS[s].gives)))
             for s in steps[:-1]]
     own = tree.args.get("with_")
     tree.set("with_", exp.With(expressions=[*ctes, *(own.expressions if own else [])]))
-    params = sorted({p for s in steps for p in steps_of[s].params})
-    header = (f"-- {metric} ({task}): {' -> '.join(steps)}. Reads predictions(sample, truth, "
-              f"cluster, weight, segment); parameters: "
+    params = sorted({p for s in steps for p in STEPS[s].params})
+    header = (f"-- {metric} (clustering): {' -> '.join(steps)}. Reads predictions(sample, "
+              f"truth, cluster, weight, segment); parameters: "
               f"{', '.join('$' + p for p in params) or 'none'}.\n")
     return header + dialects.render(tree, dialect, pretty=pretty, what=metric)
+
+
+def _rank(value: exp.Expression, order: Sequence[str]) -> exp.Expression:
+    """The position of ``value`` in ``order`` (later: after them), to order rows as asked."""
+    return exp.Case(ifs=[exp.If(this=exp.EQ(this=value.copy(),
+                                            expression=exp.Literal.string(v)),
+                                true=exp.Literal.number(i)) for i, v in enumerate(order)],
+                    default=exp.Literal.number(len(order)))

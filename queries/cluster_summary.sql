@@ -1,7 +1,7 @@
 -- cluster_summary: what the clustering input checks need, one row per segment (see
 -- mleval_sql/clustering.py).
 -- Reads:  predictions(sample, truth, cluster, weight, segment), one row per sample
--- Gives:  segment, n_rows, n_samples, counts of null ids, classes and clusters, of bad and of
+-- Gives:  segment, n_rows, n_samples, sample_weight (their weight), counts of null ids, classes and clusters, of bad and of
 --         fractional weights, duplicate rows, and for each kind of problem the smallest sample
 --         of the segment that has it (null when none has).
 --   Only duplicates need a grouping by sample; every other check is one aggregate per segment.
@@ -24,6 +24,7 @@ value_checks AS (
     SELECT
         segment,
         count(*) AS n_rows,
+        sum(weight) AS sample_weight,
         count(*) FILTER (WHERE sample IS NULL) AS null_sample,
         count(*) FILTER (WHERE truth IS NULL) AS null_truth,
         count(*) FILTER (WHERE cluster IS NULL) AS null_cluster,
@@ -37,7 +38,8 @@ value_checks AS (
     GROUP BY segment
 )
 SELECT
-    v.segment, v.n_rows, coalesce(s.n_samples, 0) AS n_samples, v.null_sample, v.null_truth,
+    v.segment, v.n_rows, coalesce(s.n_samples, 0) AS n_samples, v.sample_weight,
+    v.null_sample, v.null_truth,
     v.null_cluster, v.bad_weight, v.fractional_weight, coalesce(s.dup_rows, 0) AS dup_rows,
     v.example_null_truth, v.example_null_cluster, s.example_dup, v.example_fractional
 FROM value_checks AS v

@@ -8,10 +8,11 @@
 -- Ties in the value go to the highest threshold (the fewest predicted positives). A label with no
 -- positive weight (recall undefined), or with no threshold that qualifies, gets NULL value and
 -- threshold. Rows per label (average NULL; NULL for a label of the input that a segment lacks)
--- and 'macro': the mean over the labels with a value (its threshold NULL).
+-- and 'macro': the mean over the labels with a value (its threshold NULL). The threshold reached
+-- is operating_threshold (a result's threshold column is the one decisions are made at).
 -- Reads:  curve_points(segment, label, threshold, tp, fp, fn, tn)  (ranked_points.sql)
 -- Params: $min_recall, $min_precision
--- Gives:  segment, metric, average, label, threshold, value
+-- Gives:  segment, metric, average, label, operating_threshold, value
 
 WITH params AS (
     SELECT CAST($min_recall AS DOUBLE) AS min_recall,
@@ -84,14 +85,14 @@ grid AS (
 ),
 per_label AS (
     SELECT grid.segment, grid.metric, CAST(NULL AS VARCHAR) AS average, grid.label,
-           candidates.threshold, candidates.value
+           candidates.threshold AS operating_threshold, candidates.value
     FROM grid
     LEFT JOIN candidates
         ON candidates.segment IS NOT DISTINCT FROM grid.segment
         AND candidates.label = grid.label
         AND candidates.metric = grid.metric
 )
-SELECT segment, metric, average, label, threshold, value FROM per_label
+SELECT segment, metric, average, label, operating_threshold, value FROM per_label
 UNION ALL
 SELECT segment, metric, 'macro', NULL, CAST(NULL AS DOUBLE), avg(value)
 FROM per_label

@@ -1,6 +1,6 @@
 -- validate_summary: what the input checks need, one row per segment (see mleval_sql/schema.py).
 -- Reads:  predictions(sample, label, score, truth, weight, segment)
--- Gives:  segment, n_rows, n_samples, n_labels, counts of bad values, the score range, rows
+-- Gives:  segment, n_rows, n_samples, sample_weight (their weight), n_labels, counts of bad values, the score range, rows
 --         and true labels per sample (min/max), duplicate rows, and for each kind of problem the
 --         smallest sample of the segment that has it (null when none has); bad scores and
 --         truths name their row: the smallest (sample, label) with the problem, and the value
@@ -82,7 +82,8 @@ per_sample AS (
         sum(n_rows) AS n_rows,
         sum(n_labelled) - coalesce(sum(n_distinct), 0) AS dup,
         sum(n_true) AS n_true,
-        min(min_weight) <> max(max_weight) AS uneven_weight
+        min(min_weight) <> max(max_weight) AS uneven_weight,
+        min(min_weight) AS weight
     FROM per_word
     GROUP BY segment, sample
 ),
@@ -97,6 +98,7 @@ sample_checks AS (
         segment,
         sum(n_rows) AS n_rows,
         count(sample) AS n_samples,
+        sum(weight) AS sample_weight,
         any_value(n_labels) AS n_labels,
         coalesce(sum(n_rows) FILTER (WHERE sample IS NULL), 0) AS null_sample,
         min(n_rows) AS min_rows,
@@ -113,7 +115,7 @@ sample_checks AS (
     GROUP BY segment
 )
 SELECT
-    s.segment, s.n_rows, s.n_samples, s.n_labels, s.null_sample,
+    s.segment, s.n_rows, s.n_samples, s.sample_weight, s.n_labels, s.null_sample,
     v.null_label, v.null_score, v.nan_score, v.null_truth, v.bad_truth, v.nan_truth,
     v.min_score, v.max_score, v.bad_weight,
     e.example_null_score_sample, e.example_null_score_label,

@@ -69,12 +69,13 @@ def run_standalone(sql: str, frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def statement_options(task: str, metric: str, segment: str) -> dict:
-    """``me.sql`` options for a standalone statement giving every average ``metric`` has."""
+    """``me.sql`` options for a standalone statement giving every average ``metric`` has (the
+    label column named: a binary statement reads one only where it is named)."""
     from mleval_sql.registry import METRICS
 
     averages = METRICS[metric].averages(task)
     return {"task": task, "table": "predictions", "by": segment,
-            "columns": {"weight": "weight"}, "average": list(averages) or None}
+            "columns": {"weight": "weight", "label": "label"}, "average": list(averages) or None}
 
 
 def assert_standalone_equals_oracle(rows: pl.DataFrame, frame: pl.DataFrame, task: str,

@@ -275,7 +275,7 @@ def test_arguments_map_onto_evaluate(monkeypatch: pytest.MonkeyPatch,
                        "--memory-limit", "2GB", "--thresholds", "0.75, 0.25,0.5",
                        "--max-fpr", "0.3", "--min-recall", "0.8", "--min-precision", "0.7",
                        "--n-bins", "5", "--average-method", "geometric",
-                       "--storage-option", "aws_region=eu-west-1", "--version", "3",
+                       "--storage-option", "aws_region=eu-west-1", "--as-of", "3",
                        "--format", "csv")
     assert (code, out) == (0, "metric,value\nf1,0.25\n")
     assert calls == [((["a.parquet", "b/"],), {
@@ -605,14 +605,14 @@ def test_metrics_averages_column() -> None:
 
 
 def test_sql_prints_the_query(capsys: pytest.CaptureFixture) -> None:
-    code, out, _ = run(capsys, "sql", "f1", "--task", "multilabel")
+    code, out, _ = run(capsys, "sql", "--metric", "f1", "--task", "multilabel")
     assert code == 0
     assert "score >= CAST(0.5 AS DOUBLE)" in out  # parameters as literals, defaults filled in
     assert out == me.sql("f1", task="multilabel") + "\n"
 
 
 def test_sql_options(capsys: pytest.CaptureFixture) -> None:
-    code, out, _ = run(capsys, "sql", "precision", "--task", "multilabel", "--average",
+    code, out, _ = run(capsys, "sql", "--metric", "precision", "--task", "multilabel", "--average",
                        "samples", "--dialect", "spark")
     assert code == 0
     assert out == me.sql("precision", task="multilabel", average="samples",
@@ -661,7 +661,7 @@ def test_check_prints_the_task(inputs: Inputs, capsys: pytest.CaptureFixture,
     (["evaluate", "{binary}", "--min-precision", "x"], "--min-precision"),
     (["evaluate", "{binary}", "--n-bins", "0"], "n_bins"),
     (["evaluate", "{binary}", "--n-bins", "2.5"], "--n-bins"),
-    (["evaluate", "{binary}", "--task", "regression"], "regression"),
+    (["evaluate", "{binary}", "--task", "regression", "--metric", "f1"], "regression"),
     (["evaluate", "{binary}", "--task", "ranking"], "ranking"),
     (["evaluate", "{binary}", "--metric", "roc_auc", "--thresholds", "0.5"], "roc_auc"),
     (["curve", "{dir}/no-such.parquet"], "no-such.parquet"),
@@ -682,8 +682,8 @@ def test_check_prints_the_task(inputs: Inputs, capsys: pytest.CaptureFixture,
     (["check", "{binary}", "--task", "multiclass"], "multiclass"),
     (["check", "{binary}", "--memory-limit", "1XB"], "memory_limit must be a positive size"),
     (["evaluate", "{binary}", "--memory-limit", "lots", "--engine", "polars"], "'lots'"),
-    (["sql", "no_metric"], "no_metric"),
-    (["sql", "f1", "--dialect", "no_dialect"], "no_dialect"),
+    (["sql", "--metric", "no_metric"], "no_metric"),
+    (["sql", "--metric", "f1", "--task", "binary", "--dialect", "no_dialect"], "no_dialect"),
     (["frobnicate"], "frobnicate"),
     ([], "required"),
 ])

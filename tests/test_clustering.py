@@ -233,7 +233,7 @@ def test_command_line(tmp_path, capsys):
     assert math.isclose(got.filter(pl.col("metric") == "v_measure")["value"].item(),
                         skm.v_measure_score(frame["truth"], frame["cluster"], beta=2.0),
                         rel_tol=1e-12)
-    assert main(["sql", "adjusted_mutual_info"]) == 0
+    assert main(["sql", "--metric", "adjusted_mutual_info"]) == 0
     assert "Reads predictions(sample, truth, cluster, weight, segment)" in \
         capsys.readouterr().out
     assert main(["metrics"]) == 0

@@ -54,12 +54,16 @@ def oracle(frame: pl.DataFrame, by: list[str], task: str = "multilabel",
 
 
 def assert_same(got: pl.DataFrame, want: pl.DataFrame) -> None:
-    """The result's columns in order, sorted rows, and the oracle's rows and values."""
+    """The result's columns in order, rows in order (segments, then the metrics and averages
+    as asked, then labels), and the oracle's rows and values."""
     by = got.columns[:got.columns.index("metric")]
     assert got.columns == [*by, "metric", "average", "label", "threshold", "value"]
     assert got["threshold"].drop_nulls().unique().to_list() == [0.5]
     assert got.height == want.height > 0
-    keys = [*by, "metric", "average", "label"]
+    asked = pl.col("metric").replace_strict({m: i for i, m in enumerate(METRICS)})
+    average = pl.col("average").fill_null("none").replace_strict(
+        {a: i for i, a in enumerate(AVERAGES)})
+    keys = [*by, asked, average, "label"]
     assert got.equals(got.sort(keys, nulls_last=False, maintain_order=True))
     assert_same_rows(got, want, by)
 

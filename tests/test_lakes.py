@@ -367,7 +367,7 @@ def test_delta_named_and_in_object_storage(engine: str, s3: pafs.S3FileSystem, s
                      evaluate(versions[1], engine), ["model", "region"])
     with pytest.raises(InputError, match="is a Delta table, which is read alone"):
         me.evaluate([str(folder), str(folder)])
-    assert main(["evaluate", f"delta://{folder}", "--version", "1", "--by", "model", "--by",
+    assert main(["evaluate", f"delta://{folder}", "--as-of", "1", "--by", "model", "--by",
                  "region", "--engine", engine, "--format", "csv", "--metric", "roc_auc"]) == 0
     got = pl.read_csv(capsys.readouterr().out.encode())
     want = me.evaluate(versions[1], "roc_auc", by=["model", "region"], engine=engine)
@@ -377,7 +377,7 @@ def test_delta_named_and_in_object_storage(engine: str, s3: pafs.S3FileSystem, s
 def test_delta_version_that_does_not_exist(delta_table: tuple[Path, dict[int, pl.DataFrame]],
                                            capsys: pytest.CaptureFixture[str]) -> None:
     folder, _ = delta_table
-    assert main(["evaluate", str(folder), "--version", "9"]) == 2
+    assert main(["evaluate", str(folder), "--as-of", "9"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"cannot read the Delta table {folder} at version 9" in err
 
@@ -435,7 +435,7 @@ def test_iceberg_catalog_table(iceberg_table: Any, tmp_path: Path) -> None:
                                "--format", "csv"], env=env, capture_output=True, text=True,
                               timeout=120)
 
-    done = cli("iceberg://test/ns.preds", "--version", str(ids[0]))
+    done = cli("iceberg://test/ns.preds", "--as-of", str(ids[0]))
     assert done.returncode == 0, done.stderr
     assert_same_rows(pl.read_csv(done.stdout.encode()),
                      me.evaluate(snapshots[ids[0]], "roc_auc", by=["model", "region"]),

@@ -154,9 +154,9 @@ def test_view_for_a_bi_tool(postgres: Postgres, pg_connection: Any) -> None:
 
 
 def test_cli_prints_the_statement(capsys: pytest.CaptureFixture) -> None:
-    args = ["sql", "f1", "roc_auc", "--dialect", "postgres", "--table", "preds",
+    args = ["sql", "--metric", "f1,roc_auc", "--dialect", "postgres", "--table", "preds",
             "--by", "region,model", "--column", "score=prob", "--column", "weight=w",
-            "--param", "threshold=0.3", "--task", "binary", "--view", "v"]
+            "--threshold", "0.3", "--task", "binary", "--view", "v"]
     assert cli.main(args) == 0
     out = capsys.readouterr().out
     assert out == me.sql(["f1", "roc_auc"], dialect="postgres", table="preds",

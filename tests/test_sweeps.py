@@ -37,6 +37,8 @@ AVERAGES = ["none", "micro", "macro"]
 #: score, 1.2 above; 0.35 between two scores
 THRESHOLDS = [-0.5, 0.0, 0.3, 0.35, 0.5, 0.7, 1.0, 1.2]
 OPERATING = ["max_f1", "precision_at_recall", "recall_at_precision"]
+#: The column of the threshold an operating point reaches (``threshold`` is the one given).
+AT = "operating_threshold"
 
 #: (task, seed, by, weighted, params)
 CASES = [
@@ -206,9 +208,10 @@ def test_operating_points_choose_the_oracles_threshold(engine, task, seed, by, p
     got = me.evaluate(frame, OPERATING, by=by, task=task, engine=engine,
                       average=["none", "macro"], **params)
     macro = got.filter(pl.col("average") == "macro")
-    assert macro.height > 0 and macro["threshold"].null_count() == macro.height
+    assert macro.height > 0 and macro[AT].null_count() == macro.height
     per_label = got.filter(pl.col("average").is_null()).select(*by, "metric", "label",
-                                                              "threshold", "value")
+                                                              pl.col(AT).alias("threshold"),
+                                                              "value")
     want = _expected_points(frame, by, params)
     keys = [*by, "metric", "label"]
     joined = per_label.join(want, on=keys, how="full", nulls_equal=True, coalesce=True)
@@ -243,7 +246,7 @@ def _hand_frame() -> pl.DataFrame:
 def test_operating_points_by_hand(engine, metric, params, threshold, value):
     got = me.evaluate(_hand_frame(), [metric], task="multilabel", engine=engine,
                       average=["none", "macro"], **params)
-    rows = {(r["average"], r["label"]): (r["threshold"], r["value"])
+    rows = {(r["average"], r["label"]): (r[AT], r["value"])
             for r in got.iter_rows(named=True)}
     assert rows[(None, "a")] == (threshold, pytest.approx(value, rel=1e-15))
     assert rows[(None, "b")] == (None, None)  # no positive weight
@@ -255,7 +258,7 @@ def test_recall_at_an_unreachable_precision_is_null(engine):
         truth=pl.col("score") < 0.85)  # the top score is false: precision never reaches 1
     got = me.evaluate(frame, ["recall_at_precision", "precision_at_recall"], task="binary",
                       engine=engine, min_precision=1.0, min_recall=1.0)
-    values = dict(zip(got["metric"], zip(got["threshold"], got["value"], strict=True),
+    values = dict(zip(got["metric"], zip(got[AT], got["value"], strict=True),
                       strict=True))
     assert values["recall_at_precision"] == (None, None)
     assert values["precision_at_recall"] == (0.6, 0.75)

@@ -40,7 +40,7 @@ def test_every_tidy_value_is_in_its_cell(engine, task, metrics, options):
         assert value == (row["value"] if row["value"] is None
                          else pytest.approx(row["value"], rel=1e-12)), row
         if row["metric"] == "max_f1" and row["average"] is None:
-            assert cell[f"{column}_threshold"].item() == row["threshold"]
+            assert cell[f"{column}_threshold"].item() == row["operating_threshold"]
     n_columns = tidy.select("metric", "average").unique().height
     assert len(wide.columns) >= len(keys) + n_columns
 

@@ -28,7 +28,7 @@ from mleval_sql.lakes.stores import (
     polars_options,
     store_error,
 )
-from mleval_sql.schema import InputError
+from mleval_sql.schema import InputError, enums_as_strings
 
 if TYPE_CHECKING:  # pyarrow (pyarrow.dataset imports pandas: half a second) where it is used
     import pyarrow as pa
@@ -52,8 +52,6 @@ class Lake:
         return self.polars().collect_schema()
 
     def polars(self) -> pl.LazyFrame:
-        from mleval_sql.sources import enums_as_strings
-
         try:
             return enums_as_strings(self.scan())
         except (OSError, pl.exceptions.ComputeError) as error:

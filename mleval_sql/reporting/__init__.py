@@ -29,7 +29,7 @@ from typing import Any
 
 import polars as pl
 
-from mleval_sql.outputs import atomic_output
+from mleval_sql.outputs import atomic_output, check_folder
 from mleval_sql.reporting.job import Job, JobError
 
 __all__ = ["Job", "JobError", "Outcome", "add_command", "report"]
@@ -64,10 +64,8 @@ def report(job: str | os.PathLike[str] | Mapping[str, Any] | Job,
     _matplotlib(), _jinja()  # a missing extra fails before any scan
     if not isinstance(job, Job):
         job = Job.from_dict(job) if isinstance(job, Mapping) else Job.load(job)
-    output = Path(output)
-    if output.exists() and not output.is_dir():
-        raise JobError(f"--output: {os.fspath(output)!r} is a file, not a folder")
-    stages = 5 + len(job.sources) * (2 + len(job.curves))
+    output = check_folder(output, inputs=[p for s in job.sources for p in s.paths])
+    stages = 5 + len(job.sources) * (1 + len(job.curves))
     steps = Progress(stages, show=progress)
     result = run(job, steps)
     steps.stage("drawing the report")

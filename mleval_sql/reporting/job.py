@@ -19,16 +19,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mleval_sql.api import _names
 from mleval_sql.engines import local_engines
+from mleval_sql.params import CURVE_PARAMS, PARAMS
 from mleval_sql.registry import AVERAGES
-from mleval_sql.schema import TASKS, InputError
+from mleval_sql.request import OPTIONS, Request
+from mleval_sql.schema import InputError
 
-CURVE_KINDS = ("roc", "pr", "sweep", "reliability")
-#: The evaluate() options a job may set at its top level, with their defaults.
-OPTIONS: dict[str, Any] = {"threshold": 0.5, "beta": 1.0, "k": 2, "zero_division": None,
-                           "max_fpr": None, "min_recall": 0.9, "min_precision": 0.9,
-                           "n_bins": 10}
+CURVE_KINDS = CURVE_PARAMS["kind"].choices
+#: The parameters of evaluate a job may set at its top level (a sweep's thresholds are the
+#: [curves] table's ``bins``), with evaluate's defaults.
+PARAMETERS: dict[str, Any] = {name: p.default for name, p in PARAMS.items()
+                           if name not in ("thresholds", "bins")}
 CONDITIONS = ("below", "above", "drop", "rise")
 #: The column that names the model in every table; ``segmentation`` names the slicing.
 MODEL, SEGMENTATION, SEGMENT = "model", "segmentation", "segment"
@@ -114,11 +115,11 @@ class Job:
     segmentations: list[Segmentation]
     title: str = "Evaluation report"
     task: str | None = None
-    engine: str = "duckdb"
+    engine: str = local_engines()[0]
     memory_limit: str | None = None
-    threads: int = 1
+    threads: int = 1  # one thread sums in one order: reruns give the same bits
     average: list[str] = field(default_factory=list)
-    options: dict[str, Any] = field(default_factory=lambda: dict(OPTIONS))
+    options: dict[str, Any] = field(default_factory=lambda: dict(PARAMETERS))
     curves: list[str] = field(default_factory=lambda: list(CURVE_KINDS))
     sweep_bins: int = 20
     rank_by: str | None = None
@@ -133,6 +134,15 @@ class Job:
     @property
     def segment_columns(self) -> list[str]:
         return list(dict.fromkeys(c for s in self.segmentations for c in s.columns))
+
+    def request(self, action: str, source: Source, by: Sequence[str], **more: Any) -> Request:
+        """The request of ``action`` on ``source`` by the columns ``by``: the job's options
+        (evaluate's parameters only where they apply) and ``more``."""
+        options = {"by": list(by), "columns": dict(source.columns), "task": self.task,
+                   "engine": self.engine, "memory_limit": self.memory_limit,
+                   "threads": self.threads, "storage_options": source.storage_options,
+                   "as_of": source.as_of, **(self.options if action == "evaluate" else {})}
+        return Request.build(action, **{**options, **more})
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Job:
@@ -174,7 +184,7 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
     metrics = top.get("metrics", list, required=True)
     for i, name in enumerate(metrics):
         try:
-            _names([_text(name, f"metrics[{i}]")])
+            Request.build("evaluate", metrics=[_text(name, f"metrics[{i}]")])
         except JobError:
             raise
         except InputError as error:
@@ -196,30 +206,29 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
                            f"{SEGMENTATION!r} / {SEGMENT!r} are names the report uses")
         if seg not in segmentations:
             segmentations.append(seg)
-    task = top.get("task", str, default=None)
-    if task is not None and task not in TASKS:
-        raise JobError(f"task: expected one of {list(TASKS)}, got {task!r}")
-    engine = top.get("engine", str, default="duckdb")
-    if engine not in local_engines():
-        raise JobError(f"engine: expected one of {local_engines()}, got {engine!r}")
-    threads = top.get("threads", int, default=1)
-    if threads < 1:
-        raise JobError(f"threads: expected a whole number >= 1, got {threads}")
+    task = top.get("task", str, default=None, choices=OPTIONS["task"].choices)
+    engine = top.get("engine", str, default=local_engines()[0], choices=local_engines())
     average = top.get("average", (str, list), default=[])
     average = [average] if isinstance(average, str) else average
-    for i, a in enumerate(average):
-        if a not in AVERAGES:
-            raise JobError(f"average[{i}]: expected one of {list(AVERAGES)}, got {a!r}")
-    options = dict(OPTIONS)
-    for name, default in OPTIONS.items():
-        value = top.get(name, (int, float, str), default=default)
-        if name == "zero_division":
-            if value not in (0, 1, "null", None):
-                raise JobError(f"zero_division: expected 0, 1 or \"null\", got {value!r}")
-            value = None if value == "null" else value
-        elif value is not None and (isinstance(value, (str, bool))):
-            raise JobError(f"{name}: expected a number, got {value!r}")
-        options[name] = value
+    given = {"task": task, "engine": engine,
+             "memory_limit": top.get("memory_limit", str, default=None),
+             "threads": top.get("threads", int, default=1), "average": average or None}
+    for name in PARAMETERS:
+        if name in data:
+            value = top.get(name, (int, float, str))
+            # TOML has no null: the text "null" stands for it where a parameter may be null
+            given[name] = None if value == "null" and None in (
+                PARAMS[name].default, *PARAMS[name].choices) else value
+    for name, value in given.items():  # each checked as evaluate checks it, named by its key
+        try:
+            Request.build("evaluate", metrics=metrics, **{name: value})
+        except InputError as error:
+            raise JobError(f"{name}: {error}") from None
+    try:
+        checked = Request.build("evaluate", metrics=metrics, **given)
+    except InputError as error:
+        raise JobError(str(error)) from None
+    options = {name: checked.params[name] for name in PARAMETERS}
     curves = _Table(top.get("curves", dict, default={}), "curves")
     kinds = curves.get("kinds", list, default=list(CURVE_KINDS))
     for i, kind in enumerate(kinds):
@@ -259,9 +268,8 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
              for i, r in enumerate(alerts.get("rules", list, default=[]))]
     alerts.done()
     job = Job(sources=sources, metrics=metrics, segmentations=segmentations,
-              title=top.get("title", str, default="Evaluation report"), task=task,
-              engine=engine, memory_limit=top.get("memory_limit", str, default=None),
-              threads=threads,
+              title=top.get("title", str, default="Evaluation report"), task=checked.task,
+              engine=engine, memory_limit=checked.memory_limit, threads=given["threads"],
               average=list(dict.fromkeys(average)), options=options, curves=kinds,
               sweep_bins=sweep_bins, rank_by=rank_by, top=top_n, max_labels=max_labels,
               baseline=baseline, rules=rules, min_samples=min_samples, min_weight=min_weight,
@@ -346,7 +354,7 @@ class _Table:
         self.data, self.key, self.seen = data, key, set()
 
     def get(self, name: str, kind: type | tuple[type, ...], *, default: Any = None,
-            required: bool = False) -> Any:
+            required: bool = False, choices: Sequence[Any] = ()) -> Any:
         self.seen.add(name)
         key = f"{self.key}.{name}" if self.key else name
         if name not in self.data:
@@ -357,6 +365,8 @@ class _Table:
         kinds = kind if isinstance(kind, tuple) else (kind,)
         if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
             raise JobError(f"{key}: expected {_kind(kind)}, got {value!r}")
+        if choices and value not in choices:
+            raise JobError(f"{key}: expected one of {list(choices)}, got {value!r}")
         return value
 
     def done(self) -> None:

@@ -1,10 +1,10 @@
-"""Run a reporting job: one evaluation per source, one curve call per kind, baseline, alerts.
+"""Run a reporting job: for each source and each segmentation of the job (the whole data set,
+each segment column, each crossing), one request of the job's metrics and one per curve kind,
+all on one snapshot of the source; then the baseline and the alerts.
 
-Every segmentation of the job (the whole data set, each segment column, each crossing) is read in
-one pass: the source is crossed with a small table of segmentations, and the segment columns a
-segmentation does not use are null on its copy of the rows; ``segmentation`` joins the segment
-keys. So one ``evaluate`` call per source gives every metric of every segment, and one ``curve``
-call per kind every curve.
+Each segmentation is a request by its own columns (and the source's model column); its rows are
+put on one table whose ``segmentation`` names it and whose segment columns it does not use are
+null.
 
 >>> result = run(Job.load("examples/report.toml"))  # doctest: +SKIP
 >>> result.alerts.height  # doctest: +SKIP
@@ -19,11 +19,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import duckdb
 import polars as pl
 
-import mleval_sql as me
-from mleval_sql.engines.duckdb import read
+from mleval_sql.api import Outcome
+from mleval_sql.api import run as run_request
 from mleval_sql.registry import METRICS
 from mleval_sql.reporting.job import (
     MODEL,
@@ -33,9 +32,10 @@ from mleval_sql.reporting.job import (
     Job,
     JobError,
     Rule,
+    Segmentation,
     Source,
 )
-from mleval_sql.schema import Columns, InputError
+from mleval_sql.schema import InputError
 from mleval_sql.sources import as_source
 
 #: Metrics where a smaller value is the better one (deltas and rankings turn round for them).
@@ -98,7 +98,7 @@ class Progress:
 
 def run(job: Job, progress: Progress | None = None) -> Result:
     """Compute every table of ``job``; nothing is written."""
-    n_stages = 3 + len(job.sources) * (2 + len(job.curves))
+    n_stages = 3 + len(job.sources) * (1 + len(job.curves))
     progress = progress or Progress(n_stages)
     progress.stage("checking the sources")
     prepared = [_Prepared(job, source) for source in job.sources]
@@ -109,20 +109,15 @@ def run(job: Job, progress: Progress | None = None) -> Result:
     inputs = []
     for source in prepared:
         progress.stage(f"{source.source.key}: metrics")
-        frames.append(source.evaluate(_metrics(job, task), task))
-        progress.stage(f"{source.source.key}: segment sizes")
-        size = source.sizes()
+        metrics, size = source.evaluate(_metrics(job, task), task)
+        frames.append(metrics)
         sizes.append(size)
         inputs.append(source.describe(size))
         for kind in job.curves:
             progress.stage(f"{source.source.key}: {kind} curves")
-            if task in NO_CURVES:
-                continue
             table = source.curve(kind, task)
             if table is not None:
                 curves[kind].append(table)
-    for source in prepared:
-        source.close()
     progress.stage("baseline and alerts")
     order = {s.name: i for i, s in enumerate(job.segmentations)}
     size_table = _judged(_named(pl.concat(sizes, how="diagonal_relaxed"), job), job)
@@ -150,18 +145,17 @@ def _metrics(job: Job, task: str) -> list[str]:
 
 
 class _Prepared:
-    """One source crossed with the job's segmentations, for either engine."""
+    """One source, listed once (every request of the job reads the same snapshot), with the
+    job's segment and model columns checked against its schema."""
 
     def __init__(self, job: Job, source: Source) -> None:
         self.job, self.source = job, source
         try:
             self.src = as_source(list(source.paths), storage_options=source.storage_options,
                                  as_of=source.as_of)
-            self.schema = self.src.schema()
+            present = self.src.schema().names()
         except InputError as error:
             raise JobError(f"{source.key}.path: {error}") from None
-        self.columns = Columns.from_mapping(source.columns)
-        present = self.schema.names()
         for column in job.segment_columns:
             if column not in present:
                 raise JobError(f"segments: {source.key} has no column {column!r}; its "
@@ -172,81 +166,50 @@ class _Prepared:
         if MODEL in present and source.model_column != MODEL:
             raise JobError(f"{source.key}: it has a column {MODEL!r} already; name it with "
                            f"model_column = {MODEL!r}")
-        self.weight = self.columns.weight if self.columns.weight in present else None
-        self.by = [MODEL, SEGMENTATION, *job.segment_columns]
-        self.connection: duckdb.DuckDBPyConnection | None = None
+        #: the columns every request of the source is segmented by, before a segmentation's
+        self.models = [source.model_column] if source.model_column else []
 
-    def _groupings(self) -> pl.DataFrame:
-        return pl.DataFrame({SEGMENTATION: [s.name for s in self.job.segmentations], **{
-            _KEEP + c: [c in s.columns for s in self.job.segmentations]
-            for c in self.job.segment_columns}})
+    def _run(self, action: str, segmentation: Segmentation, **more: Any) -> Outcome:
+        request = self.job.request(action, self.source,
+                                   [*self.models, *segmentation.columns], **more)
+        with self._naming():
+            return run_request(request, self.src)
 
-    def polars(self) -> pl.LazyFrame:
-        frame = self.src.polars().join(self._groupings().lazy(), how="cross")
+    def _tables(self, action: str, **more: Any) -> pl.DataFrame:
+        """The table of ``action`` of every segmentation, on one grid."""
+        return self._grid([self._keyed(self._run(action, s, **more).table, s)
+                           for s in self.job.segmentations])
+
+    def _grid(self, frames: list[pl.DataFrame]) -> pl.DataFrame:
+        """``frames`` as one table: model, segmentation, every segment column (null where a
+        segmentation does not use it), then the rest."""
+        out = pl.concat(frames, how="diagonal_relaxed")
+        segments = [c for c in self.job.segment_columns if c in out.columns]
+        return out.select(MODEL, SEGMENTATION, *segments,
+                          pl.exclude(MODEL, SEGMENTATION, *segments))
+
+    def _keyed(self, table: pl.DataFrame | None, segmentation: Segmentation) -> pl.DataFrame:
+        """``table`` with ``model`` (the model's name as text) and ``segmentation`` first."""
+        assert table is not None
         model = (pl.col(self.source.model_column).cast(pl.String) if self.source.model_column
                  else pl.lit(self.source.model, dtype=pl.String))
-        return frame.with_columns(
-            model.alias(MODEL),
-            *(pl.when(pl.col(_KEEP + c)).then(pl.col(c)).alias(c)
-              for c in self.job.segment_columns),
-        ).drop([_KEEP + c for c in self.job.segment_columns])
-
-    def duckdb(self) -> duckdb.DuckDBPyRelation:
-        from duckdb import CaseExpression, ColumnExpression, ConstantExpression
-
-        if self.connection is None:
-            self.connection = duckdb.connect()
-            # one thread sums in one order: the same inputs give the same bits
-            self.connection.execute("SET threads = $1", [self.job.threads])
-            if self.job.memory_limit:
-                self.connection.execute("SET memory_limit = $1", [self.job.memory_limit])
-        con = self.connection
-        relation = read(self.src, con)
-        groups = con.from_arrow(self._groupings().to_arrow())
-        crossed = relation.cross(groups)
-        segment = set(self.job.segment_columns)
-        projection = []
-        for name in relation.columns:
-            if name in segment:
-                projection.append(CaseExpression(ColumnExpression(_KEEP + name),
-                                                 ColumnExpression(name))
-                                  .otherwise(ConstantExpression(None)).alias(name))
-            elif name == self.source.model_column:
-                projection.append(ColumnExpression(name).cast(duckdb.sqltype("VARCHAR"))
-                                  .alias(MODEL))
-            else:
-                projection.append(ColumnExpression(name))
-        if self.source.model_column is None:
-            projection.append(ConstantExpression(self.source.model).alias(MODEL))
-        projection.append(ColumnExpression(SEGMENTATION))
-        return crossed.select(*projection)
-
-    def close(self) -> None:
-        if self.connection is not None:
-            self.connection.close()
-            self.connection = None
-
-    def _input(self) -> dict[str, Any]:
-        if self.job.engine == "duckdb":
-            return {"source": self.duckdb(), "connection": self.connection}
-        return {"source": self.polars()}
-
-    def _options(self, task: str) -> dict[str, Any]:
-        return {**self._input(), "by": self.by, "task": task, "engine": self.job.engine,
-                "columns": dict(self.source.columns), "memory_limit": self.job.memory_limit}
+        rest = [c for c in table.columns if c != self.source.model_column]
+        return table.select(model.alias(MODEL), pl.lit(segmentation.name).alias(SEGMENTATION),
+                            *rest)
 
     def task(self) -> str:
-        options = self._options(None)  # type: ignore[arg-type]
-        source = options.pop("source")
-        with self._naming():
-            return me.check(source, **options)
+        return self._run("check", self.job.segmentations[0]).task
 
-    def evaluate(self, metrics: list[str], task: str) -> pl.DataFrame:
-        options = self._options(task)
-        source = options.pop("source")
-        with self._naming():
-            return me.evaluate(source, metrics, average=_averages(self.job, metrics),
-                               **self.job.options, **options)
+    def evaluate(self, metrics: list[str], task: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """The metric rows and the sizes (samples, their weight) of every segment of every
+        segmentation, from one request each."""
+        rows, sizes = [], []
+        for segmentation in self.job.segmentations:
+            outcome = self._run("evaluate", segmentation, metrics=metrics, task=task,
+                                average=_averages(self.job, metrics))
+            rows.append(self._keyed(outcome.table, segmentation))
+            sizes.append(self._keyed(outcome.sizes.drop("rows"), segmentation))
+        return self._grid(rows), self._grid(sizes)
 
     @contextmanager
     def _naming(self) -> Iterator[None]:
@@ -260,36 +223,17 @@ class _Prepared:
                              f"{error}") from None
 
     def curve(self, kind: str, task: str) -> pl.DataFrame | None:
-        with self._naming():
-            return self._curve(kind, task)
-
-    def _curve(self, kind: str, task: str) -> pl.DataFrame | None:
-        options = self._options(task)
-        source = options.pop("source")
+        if task in NO_CURVES or (kind == "sweep" and task not in ("binary", "multilabel")):
+            return None  # multiclass decisions are argmax, not thresholded
         if kind == "sweep":
-            if task not in ("binary", "multilabel"):
-                return None  # multiclass decisions are argmax, not thresholded
             averages = ["none", "micro"] if task == "multilabel" else ["none"]
-            rows = me.evaluate(source, SWEEP_METRICS, bins=self.job.sweep_bins,
-                               average=averages, **{k: v for k, v in self.job.options.items()
-                                                    if k in ("beta", "zero_division")},
-                               **options)
-            return rows.pivot(on="metric", index=[*self.by, "average", "label", "threshold"],
-                              values="value")
-        if task in NO_CURVES:
-            return None
+            rows = self._tables("evaluate", metrics=list(SWEEP_METRICS), task=task,
+                                average=averages, bins=self.job.sweep_bins).drop("bins")
+            return rows.pivot(on="metric", index=[*(c for c in rows.columns if c not in (
+                "metric", "average", "label", "threshold", "value")), "average", "label",
+                "threshold"], values="value")
         extra = {"n_bins": self.job.options["n_bins"]} if kind == "reliability" else {}
-        return me.curve(source, kind, **extra, **options)  # type: ignore[arg-type]
-
-    def sizes(self) -> pl.DataFrame:
-        """Samples and their weight per segment (every row of a sample has its weight)."""
-        keys = self.by
-        sample = pl.col(self.columns.sample)
-        weight = pl.col(self.weight).first() if self.weight else pl.lit(1.0)
-        per_sample = self.polars().group_by([*keys, sample]).agg(weight.cast(pl.Float64)
-                                                                .alias("weight"))
-        return per_sample.group_by(keys).agg(samples=pl.len(), weight=pl.col("weight").sum()) \
-            .collect(engine="streaming")
+        return self._tables("curve", kind=kind, task=task, **extra)
 
     def describe(self, sizes: pl.DataFrame) -> dict[str, Any]:
         overall = sizes.filter(pl.col(SEGMENTATION) == OVERALL)
@@ -430,7 +374,7 @@ def _alerts(metrics: pl.DataFrame, sizes: pl.DataFrame, job: Job,
                                     "metric": pl.String, "average": pl.String,
                                     "label": pl.String, "value": pl.Float64,
                                     "baseline": pl.Float64, "delta": pl.Float64,
-                                    "samples": pl.UInt32, "weight": pl.Float64})
+                                    "samples": pl.Int64, "weight": pl.Float64})
     rank = pl.col(SEGMENTATION).replace_strict(order, return_dtype=pl.Int32)
     return pl.concat(frames, how="diagonal_relaxed").sort(
         ["rule", MODEL, rank, SEGMENT, "label"], nulls_last=False, maintain_order=True)

@@ -25,6 +25,7 @@ def cluster_summary(predictions: pl.LazyFrame) -> pl.LazyFrame:
     fractional = _weight != _weight.floor()
     value_checks = predictions.group_by("segment").agg(
         n_rows=pl.len(),
+        sample_weight=_weight.sum(),
         null_sample=_sample.null_count(),
         null_truth=pl.col("truth").null_count(),
         null_cluster=pl.col("cluster").null_count(),
@@ -41,7 +42,8 @@ def cluster_summary(predictions: pl.LazyFrame) -> pl.LazyFrame:
                          dup_rows=(pl.col("n_rows") - 1).sum(),
                          example_dup=_sample.filter(pl.col("n_rows") > 1).min()))
     return value_checks.join(sample_checks, on="segment", how="left", nulls_equal=True).select(
-        "segment", "n_rows", pl.col("n_samples").fill_null(0), "null_sample", "null_truth",
+        "segment", "n_rows", pl.col("n_samples").fill_null(0), "sample_weight", "null_sample",
+        "null_truth",
         "null_cluster", "bad_weight", "fractional_weight", pl.col("dup_rows").fill_null(0),
         "example_null_truth", "example_null_cluster", "example_dup", "example_fractional")
 

@@ -84,8 +84,9 @@ def _guarded(numerator: pl.Expr, denominator: pl.Expr) -> pl.Expr:
 
 def operating_points(curve_points: pl.LazyFrame, *, min_recall: float,
                      min_precision: float) -> pl.LazyFrame:
-    """max_f1, precision_at_recall, recall_at_precision per label (with their threshold) and
-    their macro mean; ties go to the highest threshold."""
+    """max_f1, precision_at_recall, recall_at_precision per label (with the threshold that
+    reaches each: ``operating_threshold``) and their macro mean; ties go to the highest
+    threshold."""
     tp, fp, fn = pl.col("tp"), pl.col("fp"), pl.col("fn")
     points = curve_points.filter(pl.col("threshold") < float("inf")).select(
         *_KEYS, "threshold",
@@ -104,7 +105,7 @@ def operating_points(curve_points: pl.LazyFrame, *, min_recall: float,
     ])
     order = {"by": ["value", "threshold"], "descending": [True, True]}
     best = candidates.group_by(*_KEYS, "metric").agg(
-        threshold=pl.col("threshold").sort_by(**order).first(),
+        operating_threshold=pl.col("threshold").sort_by(**order).first(),
         value=pl.col("value").sort_by(**order).first(),
     )
     grid = (curve_points.select("segment").unique()
@@ -113,6 +114,6 @@ def operating_points(curve_points: pl.LazyFrame, *, min_recall: float,
     per_label = grid.join(best, on=[*_KEYS, "metric"], how="left", nulls_equal=True).with_columns(
         average=pl.lit(None, dtype=pl.String))
     macro = per_label.group_by("segment", "metric").agg(value=pl.col("value").mean()).with_columns(
-        average=pl.lit("macro"), threshold=pl.lit(None, dtype=pl.Float64))
+        average=pl.lit("macro"), operating_threshold=pl.lit(None, dtype=pl.Float64))
     return keys_as_text(pl.concat([per_label, macro], how="diagonal")).select(
-        "segment", "metric", "average", "label", "threshold", "value")
+        "segment", "metric", "average", "label", "operating_threshold", "value")

@@ -56,6 +56,7 @@ def validate_summary(predictions: pl.LazyFrame) -> pl.LazyFrame:
         dup=pl.col("n_labelled").sum().cast(pl.Int64) - pl.col("n_distinct").sum(),
         n_true=pl.col("n_true").sum(),
         uneven_weight=pl.col("min_weight").min() != pl.col("max_weight").max(),
+        weight=pl.col("min_weight").min(),
     )
     n_labels = segment_labels.group_by("segment").agg(n_labels=pl.col("label").count())
     samples = per_sample.join(n_labels, on="segment", how="inner", nulls_equal=True)
@@ -63,6 +64,7 @@ def validate_summary(predictions: pl.LazyFrame) -> pl.LazyFrame:
     sample_checks = samples.group_by("segment").agg(
         n_rows=pl.col("n_rows").sum(),
         n_samples=sample.count(),
+        sample_weight=pl.col("weight").sum(),
         n_labels=pl.col("n_labels").first(),
         null_sample=pl.col("n_rows").filter(sample.is_null()).sum(),
         min_rows=pl.col("n_rows").min(),

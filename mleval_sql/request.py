@@ -1,0 +1,601 @@
+"""One request, checked once: what every door (the API, each CLI command, ``mleval sql``, a
+report job's TOML) turns its user's words into, and what the engines and the statement builder
+read.
+
+A :class:`Request` holds the action (``evaluate``, ``curve`` or ``check``), the metrics in the
+order asked, the task if named, the averages, every parameter checked with its default, the
+curve options, the source options (segments, columns, engine, memory...) and the result layout.
+:data:`OPTIONS` declares each option once: its name (the API keyword and the job's key), its
+flag, the actions that take it and how a value given at any door is checked. Once the task is
+known, :meth:`Request.plan` gives the steps to run, the rows to keep and the engines'
+parameters, and :func:`tidy` lays the rows out.
+
+>>> request = Request.build("evaluate", metrics=["roc_auc", "f1"], by="model", average="macro")
+>>> request.metrics, request.by, request.average
+(('roc_auc', 'f1'), ('model',), ('macro',))
+>>> request.plan("multilabel").steps()
+['ranked_points', 'ranking_metrics', 'curve_counts', 'decision_metrics']
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any, Literal
+
+import polars as pl
+
+from mleval_sql.clustering import CELL_COLUMNS
+from mleval_sql.engines import ENGINES, memory_bytes
+from mleval_sql.params import CURVE_PARAMS, PARAM_COLUMNS, PARAMS, checked
+from mleval_sql.registry import (
+    AVERAGES,
+    CURVES,
+    DECISIONS,
+    FUSED,
+    METRICS,
+    SAMPLES,
+    STEPS,
+    SWEEP,
+    Family,
+    default_averages,
+)
+from mleval_sql.schema import TASKS, Columns, InputError, Task
+
+Action = Literal["evaluate", "curve", "check"]
+ACTIONS: tuple[Action, ...] = ("evaluate", "curve", "check")
+CurveKind = Literal["roc", "pr", "sweep", "reliability"]
+#: The metrics a request computes when none are named, per task.
+DEFAULT_METRICS: dict[Task, tuple[str, ...]] = {
+    **dict.fromkeys(("binary", "multiclass", "multilabel"),
+                    ("accuracy", "precision", "recall", "f1")),
+    "regression": ("mse", "rmse", "mae", "r2"),
+    "clustering": ("adjusted_rand", "adjusted_mutual_info", "homogeneity", "completeness",
+                   "v_measure"),
+}
+#: The decision metrics a sweep curve tabulates.
+SWEEP_METRICS = ("tp", "fp", "fn", "tn", "precision", "recall")
+#: The result column of an operating point's own threshold (``threshold`` is the one given).
+OPERATING_THRESHOLD = "operating_threshold"
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of a request, the same at every door.
+
+    ``name``: the API keyword and the job file's key. ``actions``: the requests that take it;
+    ``statement``: whether ``mleval sql`` does (options about running, such as the engine, do
+    not). ``arity``: how the command line takes it: one ``value``, a ``list`` (the flag
+    repeated, or comma-separated), ``pairs`` (``KEY=VALUE``, repeated) or a ``switch``.
+    """
+
+    name: str
+    help: str
+    actions: tuple[Action, ...] = ACTIONS
+    statement: bool = True
+    arity: Literal["value", "list", "pairs", "switch"] = "value"
+    metavar: str | None = None
+    choices: tuple[str, ...] = ()
+    default: Any = None
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+_EVALUATE: tuple[Action, ...] = ("evaluate",)
+#: Every option that is not a metric parameter (those are :data:`mleval_sql.params.PARAMS`,
+#: taken by ``evaluate`` and, for the sweep and bins, ``curve``).
+OPTIONS: dict[str, Option] = {o.name: o for o in (
+    Option("metrics", "metric names (default: accuracy, precision, recall, f1; regression: "
+           "mse, rmse, mae, r2; clustering: adjusted_rand, adjusted_mutual_info, homogeneity, "
+           "completeness, v_measure)", _EVALUATE, arity="list", metavar="NAME"),
+    Option("by", "segment columns", arity="list", metavar="COL", default=()),
+    Option("task", "default: settled by the metrics, else inferred from the data",
+           choices=TASKS),
+    Option("average", "averages over labels (default: none for binary and regression, macro "
+           "otherwise)", _EVALUATE, arity="list", choices=AVERAGES),
+    Option("columns", "where a role (sample, label, score, truth, weight; clustering: sample, "
+           "truth, cluster, weight) is found, e.g. score=prob or cluster=pred; weight= "
+           "ignores a weight column, label= reads no label column (a binary task)",
+           arity="pairs", metavar="ROLE=NAME"),
+    Option("kind", CURVE_PARAMS["kind"].help, ("curve",), choices=CURVE_PARAMS["kind"].choices),
+    Option("drop_intermediate", CURVE_PARAMS["drop_intermediate"].help, ("curve",),
+           arity="switch"),
+    Option("wide", "one row per segment and label, one column per metric (and average) instead "
+           "of one row per value", _EVALUATE, statement=False, arity="switch", default=False),
+    Option("engine", "the engine that runs the request (default: duckdb)", statement=False,
+           choices=tuple(ENGINES)),
+    Option("memory_limit", "the memory the engine may use, e.g. 1GB; larger inputs are "
+           "evaluated a batch of segments at a time", statement=False, metavar="SIZE"),
+    Option("threads", "DuckDB's threads (default: one per core); 1 sums in one order, so "
+           "reruns give the same bits", statement=False, metavar="N"),
+    Option("storage_options", "for object storage, beyond the cloud's environment variables, "
+           "e.g. aws_endpoint_url=http://127.0.0.1:9000", statement=False, arity="pairs",
+           metavar="KEY=VALUE"),
+    Option("as_of", "a Delta table's version or an Iceberg snapshot id (or an ISO timestamp: "
+           "the version then); default: the current one", statement=False, metavar="N"),
+    Option("connection", "a DuckDB connection, or a database's for engine='sql'",
+           statement=False),
+)}
+
+
+@dataclass(frozen=True)
+class Request:
+    """What to compute and how, checked (see :meth:`build`)."""
+
+    action: Action
+    metrics: tuple[str, ...] | None = None  # None: the task's defaults
+    task: Task | None = None
+    average: tuple[str, ...] | None = None  # None: the task's default
+    params: Mapping[str, Any] = field(default_factory=checked)
+    kind: CurveKind | None = None
+    drop_intermediate: bool | None = None
+    by: tuple[str, ...] = ()
+    columns: Mapping[str, str | None] = field(default_factory=dict)
+    engine: str = next(iter(ENGINES))
+    memory_limit: str | int | None = None
+    threads: int | None = None
+    storage_options: Mapping[str, str] | None = None
+    as_of: int | str | datetime | None = None
+    connection: Any = None
+    wide: bool = False
+
+    @classmethod
+    def build(cls, action: Action, **given: Any) -> Request:
+        """The request of ``action`` with the options ``given`` (names of :data:`OPTIONS` and
+        :data:`~mleval_sql.params.PARAMS`); an option at its default is not given. Raises
+        ``InputError`` naming the first option that is unknown, bad, or in conflict with
+        another.
+
+        >>> Request.build("curve", kind="roc", beta=2.0)
+        Traceback (most recent call last):
+        mleval_sql.errors.InputError: beta does not apply to curve (it is an option of evaluate)
+        """
+        if action not in ACTIONS:
+            raise InputError(f"unknown action {action!r}; actions are {list(ACTIONS)}")
+        given = {k: v for k, v in given.items() if not _is_default(k, v)}
+        for name in given:
+            _check_taken(action, name, given.get("kind"))
+        values: dict[str, Any] = {"action": action}
+        for name, value in given.items():
+            if name in OPTIONS:
+                values[name] = _CHECKS.get(name, _as_is)(value)
+        values["params"] = checked(**{k: v for k, v in given.items() if k in PARAMS})
+        if action == "curve":
+            kind = values.setdefault("kind", CURVE_PARAMS["kind"].default)
+            if kind == "sweep" and values["params"]["thresholds"] is None:
+                raise InputError("a sweep needs thresholds= or bins= (--thresholds, --bins)")
+        request = cls(**values)
+        if request.task is not None:
+            request.plan(request.task)  # metrics and averages the task lacks: before any scan
+        return request
+
+    @classmethod
+    def statement(cls, action: Action, **given: Any) -> Request:
+        """:meth:`build` for a statement to paste, which takes no option about running (the
+        engine, memory, the source's storage...)."""
+        for name, value in given.items():
+            if name in OPTIONS and not OPTIONS[name].statement and not _is_default(name, value):
+                raise InputError(f"{name} does not apply to a statement (it is about running "
+                                 "one: evaluate takes it)")
+        return cls.build(action, **given)
+
+    # -- the task ---------------------------------------------------------------------------
+
+    def settled_task(self) -> Task | None:
+        """The task before any data is read: the one named, else the one task every metric
+        asked has (never guessed from values: regression and clustering come only so), else
+        None (the data says, or for a statement :meth:`statement_task`)."""
+        if self.task is not None:
+            return self.task
+        if not self.metrics:
+            return None
+        common = set.intersection(*(set(METRICS[m].families) for m in self.metrics))
+        return next(iter(common)) if len(common) == 1 else None  # type: ignore[return-value]
+
+    def statement_task(self) -> Task | None:
+        """The task of a statement, which cannot look at the data: :meth:`settled_task`, else
+        binary when no label column is read; metrics need a task, checks and curves do not."""
+        task = self.settled_task()
+        if task is None and "label" in self.columns and self.columns["label"] is None:
+            task = "binary"
+        if task is None and self.action == "evaluate":
+            tasks = sorted({t for m in self.metric_names(None) for t in METRICS[m].families})
+            raise InputError(f"task: a statement cannot look at the data to infer it; name it "
+                             f"(task=, --task), one of {tasks}")
+        return task
+
+    def metric_names(self, task: Task | None) -> tuple[str, ...]:
+        """The metrics asked, or the task's defaults."""
+        if self.metrics is not None:
+            return self.metrics
+        return DEFAULT_METRICS.get(task or "binary", DEFAULT_METRICS["binary"])
+
+    def averages(self, task: Task) -> tuple[str, ...]:
+        return self.average if self.average is not None else default_averages(task)
+
+    # -- what the engines run ---------------------------------------------------------------
+
+    def plan(self, task: Task) -> Plan:
+        """The families, steps and rows of this request for ``task``; an ``InputError`` names
+        a metric the task lacks or an average the metric lacks."""
+        if self.action == "curve":
+            return self._curve_plan(task)
+        sweep = self.params["thresholds"] is not None
+        listed = sweep and self.params["bins"] is None  # bins also put ranking on their grid
+        plan = Plan(task, self)
+        averages = self.averages(task)
+        for name in self.metric_names(task):
+            metric = METRICS[name]
+            supported = metric.averages(task)
+            if not supported:
+                plan.add(_sweep_family(metric.family(task), name, task, sweep), name, None)
+                continue
+            for average in averages:
+                if average not in supported:
+                    raise InputError(f"metric {name!r} has no average {average!r} for task "
+                                     f"{task!r}; its averages are {list(supported)}")
+                family = _sweep_family(metric.family(task, average), name, task, sweep)
+                plan.add(family, name, None if average == "none" else average)
+        if listed and SWEEP.name not in plan.families:
+            raise InputError(f"{', '.join(self.metric_names(task))} cannot be swept over "
+                             f"thresholds for task {task!r}; sweeps cover the label-wise "
+                             "decision metrics of binary and multilabel tasks")
+        return plan
+
+    def _curve_plan(self, task: Task) -> Plan:
+        if task in ("regression", "clustering"):
+            raise InputError(f"curves are for classification tasks, not {task}")
+        if self.kind == "sweep":  # the decision metrics at the sweep's thresholds
+            return replace(self, action="evaluate", metrics=SWEEP_METRICS, average=("none",),
+                           kind=None).plan(task)
+        return Plan(task, self, curve=CURVES[self.kind or "roc"])
+
+    def engine_params(self, plan: Plan) -> dict[str, object]:
+        """Every step parameter: the checked values and the switches (``params.SWITCHES``)
+        the request sets from what was asked."""
+        names = self.metric_names(plan.task)
+        kind = self.kind or "roc"
+        return {**self.params,
+                "micro": "micro" in self.averages(plan.task),
+                "adjusted": "adjusted_mutual_info" in names,
+                "kind": kind,
+                "drop_intermediate": (kind == "roc") if self.drop_intermediate is None
+                else self.drop_intermediate}
+
+    @property
+    def column_map(self) -> Columns:
+        return Columns.from_mapping(self.columns)
+
+    def source_options(self) -> dict[str, Any]:
+        """The options that say how to read and run: for an engine and a source."""
+        return {"engine": self.engine, "memory_limit": self.memory_limit,
+                "threads": self.threads, "connection": self.connection,
+                "storage_options": self.storage_options, "as_of": self.as_of}
+
+
+def _check_taken(action: Action, name: str, kind: str | None) -> None:
+    """``name`` is an option of ``action`` (and of a curve of ``kind``), else an error."""
+    actions = _actions(name)
+    if not actions:
+        known = sorted(n for n in {*OPTIONS, *PARAMS} if action in _actions(n))
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else f"; {action} takes {known}"
+        raise InputError(f"unknown parameter {name!r}{hint}")
+    if action not in actions:
+        raise InputError(f"{name} does not apply to {action} (it is an option of "
+                         f"{' / '.join(actions)})")
+    if action == "curve" and name in {*_CURVE_PARAMS, "drop_intermediate"}:
+        kinds = _CURVE_PARAMS.get(name, ("roc", "pr"))
+        if (kind or CURVE_PARAMS["kind"].default) not in kinds:
+            raise InputError(f"{name} does not apply to a {kind or 'roc'} curve (only to "
+                             f"{' / '.join(kinds)})")
+
+
+def _actions(name: str) -> tuple[Action, ...]:
+    """The actions that take the option or parameter ``name`` (none: no such option)."""
+    if name in OPTIONS:
+        return OPTIONS[name].actions
+    if name in PARAMS:
+        return ("evaluate", "curve") if name in _CURVE_PARAMS else ("evaluate",)
+    return ()
+
+
+#: The parameters a curve takes, and the kinds of curve that take each.
+_CURVE_PARAMS: dict[str, tuple[str, ...]] = {
+    "thresholds": ("sweep",), "bins": ("roc", "pr", "sweep"), "n_bins": ("reliability",)}
+
+
+def _as_is(value: Any) -> Any:
+    return value
+
+
+def _is_default(name: str, value: Any) -> bool:
+    """Whether ``value`` is ``name``'s default, which is not an option given (a curve's
+    ``n_bins=10`` is not a reliability option given to a roc curve)."""
+    default = PARAMS[name].default if name in PARAMS else OPTIONS[name].default \
+        if name in OPTIONS else None
+    if isinstance(value, bool) or isinstance(default, bool):
+        return value is default
+    return value is default or (default is not None and type(value) in (int, float, tuple)
+                                and value == default)
+
+
+def _names(value: str | Sequence[str]) -> tuple[str, ...]:
+    """Metric names, each known (a close name is suggested), in the order given, once each."""
+    names = [value] if isinstance(value, str) else list(value)
+    if not names:
+        raise InputError("no metrics asked for")
+    for name in names:
+        if name not in METRICS:
+            stem = str(name).removesuffix("_score")  # scikit-learn's function names
+            close = [stem] if stem in METRICS else difflib.get_close_matches(
+                stem, METRICS, n=1, cutoff=0.5)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise InputError(f"unknown metric {name!r}{hint} (`mleval metrics` lists them)")
+    return tuple(dict.fromkeys(names))
+
+
+def _texts(option: str) -> Any:
+    def check(value: str | Sequence[str]) -> tuple[str, ...]:
+        values = [value] if isinstance(value, str) else value
+        if not isinstance(values, Sequence) or not all(
+                isinstance(v, str) and v for v in values):
+            raise InputError(f"{option} must be a name or a list of names, got {value!r}")
+        if len(set(values)) < len(values):
+            raise InputError(f"{option}: a name repeats in {list(values)}")
+        return tuple(values)
+    return check
+
+
+def _choice(option: str, choices: Sequence[Any]) -> Any:
+    def check(value: Any) -> Any:
+        if value not in choices:
+            raise InputError(f"unknown {option} {value!r}; {option}s are {list(choices)}")
+        return value
+    return check
+
+
+def _averages(value: str | Sequence[str]) -> tuple[str, ...]:
+    chosen = (value,) if isinstance(value, str) else tuple(value)
+    for a in chosen:
+        _choice("average", AVERAGES)(a)
+    return tuple(dict.fromkeys(chosen))
+
+
+def _columns(value: Mapping[str, str | None]) -> dict[str, str | None]:
+    Columns.from_mapping(value)  # checks the roles and names
+    return dict(value)
+
+
+def _memory(value: str | int) -> str | int:
+    memory_bytes(value)  # checked in our words before any work
+    return value
+
+
+def _threads(value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"threads must be a whole number >= 1, got {value!r}")
+    return value
+
+
+def _storage(value: Mapping[str, Any]) -> dict[str, str]:
+    if not isinstance(value, Mapping):
+        raise InputError(f"storage_options must be a mapping of keys to values, got {value!r}")
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def _bool(option: str) -> Any:
+    def check(value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise InputError(f"{option} must be true or false, got {value!r}")
+        return value
+    return check
+
+
+_CHECKS: dict[str, Any] = {
+    "metrics": _names, "by": _texts("by"), "task": _choice("task", TASKS),
+    "average": _averages, "columns": _columns, "kind": _choice("kind", CURVE_PARAMS["kind"]
+                                                                .choices),
+    "drop_intermediate": _bool("drop_intermediate"), "wide": _bool("wide"),
+    "engine": _choice("engine", tuple(ENGINES)), "memory_limit": _memory,
+    "threads": _threads, "storage_options": _storage,
+}
+
+
+def _sweep_family(family: Family, metric: str, task: Task, sweep: bool) -> Family:
+    """With a threshold sweep, decision metrics come from the sweep's counts."""
+    if not sweep or family not in (DECISIONS, SAMPLES):
+        return family
+    if family is SAMPLES or task not in SWEEP.stats:
+        raise InputError(f"{metric} cannot be swept over thresholds for task {task!r}; sweeps "
+                         "cover the label-wise decision metrics of binary and multilabel tasks")
+    return SWEEP
+
+
+@dataclass
+class Plan:
+    """What a request runs for a task: each family's metrics and averages (None: no average)
+    kept from its final step; ``curve``: the steps of a curve instead."""
+
+    task: Task
+    request: Request
+    curve: tuple[str, ...] = ()
+    keep: dict[str, dict[str, set[str | None]]] = field(default_factory=dict)
+    families: dict[str, Family] = field(default_factory=dict)
+
+    def add(self, family: Family, metric: str, average: str | None) -> None:
+        self.families[family.name] = family
+        self.keep.setdefault(family.name, {}).setdefault(metric, set()).add(average)
+
+    def rows(self) -> dict[str, tuple[list[str], list[str]]]:
+        """The metrics and averages each final step is asked for (the engines' ``keep``)."""
+        kept: dict[str, tuple[set[str], set[str]]] = {}
+        for name, wanted in self.keep.items():
+            metrics, averages = kept.setdefault(self.families[name].final, (set(), set()))
+            metrics.update(wanted)
+            averages.update("none" if a is None else a for a in set().union(*wanted.values()))
+        return {step: (sorted(m), sorted(a)) for step, (m, a) in kept.items()}
+
+    def steps(self) -> list[str]:
+        if self.curve:
+            return list(self.curve)
+        ordered: dict[str, None] = {}
+        for family in self.families.values():
+            ordered.update(dict.fromkeys(family.steps(self.task)))
+        fused: dict[str, None] = {}
+        for step in ordered:  # a statistic another step's pass also gives is read off that
+            instead = FUSED.get(step, (step,))
+            fused.update(dict.fromkeys(instead if instead[0] in ordered else (step,)))
+        return list(fused)
+
+    @property
+    def sweep(self) -> bool:
+        return SWEEP.name in self.families
+
+    def probabilities(self) -> list[str]:
+        """The metrics asked that read scores as probabilities or weights as counts (a
+        reliability curve reads scores as probabilities)."""
+        if self.curve:
+            return ["a reliability table"] if self.request.kind == "reliability" else []
+        return [m for m in self.request.metric_names(self.task)
+                if METRICS[m].probabilities or METRICS[m].whole_weights]
+
+    def shown(self, family: Family) -> list[str]:
+        """The parameters shown as result columns on this family's rows (``Param.column``)."""
+        used = {p for s in family.steps(self.task) for p in STEPS[s].params}
+        wanted = self.keep.get(family.name, {})
+        return [name for name in PARAM_COLUMNS
+                if (name in used if PARAMS[name].column == "step"
+                    else any(name in METRICS[m].params for m in wanted))]
+
+
+# -- the result layout ------------------------------------------------------------------------
+
+def tidy(plan: Plan, results: Mapping[str, pl.DataFrame], by: Sequence[str]) -> pl.DataFrame:
+    """The rows of each family's final step that the request keeps, with a column per
+    parameter shown, the user's segment columns, in the order asked: segments, then the
+    metrics as asked, their averages as asked, labels, then the other keys."""
+    params = plan.request.engine_params(plan)
+    frames = []
+    for family_name, wanted in plan.keep.items():
+        family = plan.families[family_name]
+        rows = results[family.final]
+        if family is SWEEP:  # each (segment, threshold) was one segment
+            rows = rows.with_columns(threshold=pl.col("segment").struct.field("threshold"),
+                                     segment=pl.col("segment").struct.field("segment"))
+        keys = pl.DataFrame(
+            [(m, a) for m, avgs in wanted.items() for a in avgs],
+            schema={"metric": pl.String, "average": pl.String}, orient="row")
+        rows = rows.with_columns(pl.col("average").cast(pl.String)).join(
+            keys, on=["metric", "average"], nulls_equal=True)
+        frames.append(rows.with_columns(_param_columns(plan, family, wanted, params,
+                                                       skip=rows.columns)))
+    out = unpack_segment(pl.concat(frames, how="diagonal_relaxed"), by)
+    optional = [c for c in ("predicted", *CELL_COLUMNS, *PARAM_COLUMNS, OPERATING_THRESHOLD)
+                if c in out.columns and out[c].null_count() < out.height]
+    order = [*by, "metric", "average", "label", *optional, "value"]
+    names = plan.request.metric_names(plan.task)
+    averages = plan.request.averages(plan.task)
+    rank = pl.col("metric").replace_strict({m: i for i, m in enumerate(names)},
+                                           return_dtype=pl.Int32)
+    average_rank = pl.col("average").fill_null("none").replace_strict(
+        {a: i for i, a in enumerate(dict.fromkeys([*averages, "none"]))}, default=len(averages),
+        return_dtype=pl.Int32)
+    descending = [c == "threshold" for c in optional]
+    return out.select(order).sort(
+        [*by, rank, average_rank, "label", *optional],
+        descending=[False] * (len(by) + 3) + descending, nulls_last=False, maintain_order=True)
+
+
+def _param_columns(plan: Plan, family: Family, metrics: Iterable[str],
+                   params: Mapping[str, object], *, skip: Sequence[str]) -> list[pl.Expr]:
+    """A column per parameter shown in the results (a sweep's rows have their own
+    ``threshold``: ``skip``): set on the rows of the metrics that name it, or on every row of a
+    family whose steps read it (``Param.column``), null elsewhere."""
+    shown = plan.shown(family)
+    columns = []
+    for name in PARAM_COLUMNS:
+        if name in skip:
+            continue
+        param = PARAMS[name]
+        value = pl.lit(params[name], dtype=param.dtype)
+        if param.column == "step":
+            columns.append((value if name in shown else pl.lit(None, param.dtype)).alias(name))
+        else:
+            owners = [m for m in metrics if name in METRICS[m].params]
+            columns.append(pl.when(pl.col("metric").is_in(owners)).then(value).alias(name))
+    return columns
+
+
+def widen(rows: pl.DataFrame, by: Sequence[str], *, sweep: bool = False) -> pl.DataFrame:
+    """The tidy rows of an evaluation as a table for reading: one row per segment and label
+    (and threshold in a sweep, predicted class for a confusion matrix), one column per metric
+    (per-label and whole-segment values: ``f1``) or metric and average (``f1_macro``), in the
+    order of the rows. An operating point's threshold gets a column of its own
+    (``max_f1_threshold``); parameters (beta, k...) are those of the request and are left out.
+    Columns nobody fills are dropped.
+
+    >>> rows = pl.DataFrame({"metric": ["f1", "f1"], "average": [None, "macro"],
+    ...                      "label": ["a", None], "threshold": [0.5, 0.5], "value": [0.4, 0.4]})
+    >>> widen(rows, []).columns
+    ['label', 'f1', 'f1_macro']
+    """
+    keys = [*by, "label", *(["threshold"] if sweep else []),
+            *(["predicted"] if "predicted" in rows.columns else [])]
+    name = pl.when(pl.col("average").is_null()).then(pl.col("metric")).otherwise(
+        pl.concat_str("metric", pl.lit("_"), "average"))
+    values = rows.select(*keys, column=name, value=pl.col("value"))
+    if OPERATING_THRESHOLD in rows.columns:  # where an operating point is reached
+        reached = rows.filter(pl.col(OPERATING_THRESHOLD).is_not_null())
+        values = pl.concat([values, reached.select(
+            *keys, column=pl.concat_str(name, pl.lit("_threshold")),
+            value=OPERATING_THRESHOLD)])
+    out = values.pivot(on="column", index=keys, values="value", maintain_order=True)
+    filled = [c for c in out.columns if c in by or out[c].null_count() < out.height]
+    reached = [c for c in filled if c.endswith("_threshold") and c not in keys]
+    ordered = [x for c in filled if c not in reached
+               for x in (c, *(r for r in reached if r == f"{c}_threshold"))]
+    out = out.select(ordered)
+    keyed = [k for k in keys if k in out.columns]
+    return out.sort(keyed, descending=[k == "threshold" for k in keyed], nulls_last=False,
+                    maintain_order=True)
+
+
+def unpack_segment(frame: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
+    """The engines' ``segment`` key back as the user's segment columns. A float segment that
+    holds both 0.0 and -0.0 is one segment, given as 0.0 (DuckDB keeps whichever came first)."""
+    if not by:
+        return frame.drop("segment")
+    frame = frame.rename({"segment": by[0]}) if len(by) == 1 else frame.unnest("segment")
+    floats = [c for c in by if frame.schema[c].is_float()]
+    return frame.with_columns(pl.when(pl.col(c) == 0).then(0.0).otherwise(pl.col(c))
+                              .cast(frame.schema[c]).alias(c) for c in floats)
+
+
+def curve_table(plan: Plan, results: Mapping[str, pl.DataFrame],
+                by: Sequence[str]) -> pl.DataFrame:
+    """A curve request's rows: one per (segment, label) and point, thresholds descending (the
+    origin first), as every curve table; a sweep's from its decision metrics."""
+    if plan.sweep:
+        rows = tidy(plan, results, by)
+        wide = rows.pivot(on="metric", index=[*by, "label", "threshold"], values="value")
+        fp, tn = pl.col("fp"), pl.col("tn")
+        out = wide.select(
+            *by, "label", "threshold", "tp", "fp", "fn", "tn",
+            tpr=pl.col("recall"),
+            fpr=fp / pl.when(fp + tn != 0).then(fp + tn),
+            precision="precision", recall="recall",
+        )
+    else:
+        out = unpack_segment(results[plan.curve[-1]], by)
+    keys = [c for c in ("label", "threshold", "bin") if c in out.columns]
+    return out.sort([*by, *keys], descending=[False] * len(by) + [c == "threshold"
+                                                                 for c in keys],
+                    nulls_last=False, maintain_order=True)
+
+
+
