@@ -20,11 +20,21 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import polars as pl
 
-from mleval_sql import clustering
-from mleval_sql.engines import ENGINES, EngineName, make_engine
+from mleval_sql import clustering, uncertainty
+from mleval_sql.engines import ENGINES, Engine, EngineName, make_engine
+from mleval_sql.engines.segments import ROW_BYTES, with_progress
 from mleval_sql.params import DEFAULTS
 from mleval_sql.progress import stage
-from mleval_sql.request import CurveKind, Request, curve_table, tidy, unpack_segment, widen
+from mleval_sql.request import (
+    DELONG,
+    CurveKind,
+    Plan,
+    Request,
+    curve_table,
+    tidy,
+    unpack_segment,
+    widen,
+)
 from mleval_sql.schema import Task, check_columns, check_probabilities, check_summary
 from mleval_sql.sources import Parquet, as_source
 
@@ -82,6 +92,9 @@ def evaluate(
     min_precision: float = DEFAULTS["min_precision"],
     n_bins: int = DEFAULTS["n_bins"],
     average_method: str = DEFAULTS["average_method"],
+    ci: float | None = DEFAULTS["ci"],
+    resamples: int = DEFAULTS["resamples"],
+    seed: int = DEFAULTS["seed"],
     wide: bool = False,
     **options: Unpack[SourceOptions],
 ) -> pl.DataFrame:
@@ -107,6 +120,12 @@ def evaluate(
     ("arithmetic", "geometric", "min", "max") is the mean of the entropies that normalized and
     adjusted mutual information divide by.
 
+    ``ci`` (a level, e.g. 0.95) adds an interval to every row: ``ci_low``, ``ci_high``,
+    ``ci_method`` ("delong" for a label's ROC AUC, "bootstrap" for the others: a Poisson
+    bootstrap of ``resamples`` replicates whose draws hash (sample, replicate, ``seed``), the
+    same on every engine and for any order of the rows) and ``ci_resamples`` (the replicates
+    in which the value is defined; fewer than ``ci * resamples``: no interval).
+
     Returns ``*by, metric, average, label, [predicted, threshold, <parameters>,
     operating_threshold,] value``: segments in order, then the metrics and averages in the
     order asked, then labels. ``threshold`` is the threshold decisions were made at (the one
@@ -123,7 +142,8 @@ def evaluate(
         "evaluate", metrics=metrics, threshold=threshold, thresholds=thresholds, bins=bins,
         average=average, beta=beta, k=k, zero_division=zero_division, max_fpr=max_fpr,
         min_recall=min_recall, min_precision=min_precision, n_bins=n_bins,
-        average_method=average_method, wide=wide, **options)
+        average_method=average_method, ci=ci, resamples=resamples, seed=seed, wide=wide,
+        **options)
     return run(request, source).table  # type: ignore[return-value]
 
 
@@ -208,6 +228,7 @@ def run(request: Request, source: Any) -> Outcome:
             task: Task = clustering.check_summary(summary, cols, weight)
         else:
             task = check_summary(summary, cols, weight, request.settled_task())
+            entry.check_task(task)
         sizes = unpack_segment(summary.select(
             "segment", rows=pl.col("n_rows").cast(pl.Int64), samples="n_samples",
             weight=pl.col("sample_weight").cast(pl.Float64)), by)
@@ -219,9 +240,11 @@ def run(request: Request, source: Any) -> Outcome:
             clustering.check_whole_weights(summary, weight, asked)
         else:
             check_probabilities(summary, cols, asked)
-        results = runner.results(plan.steps(), request.engine_params(plan),
-                                 numeric_truth=task in ("regression", "clustering"),
-                                 keep=plan.rows())
+        params = request.engine_params(plan)
+        numeric = task in ("regression", "clustering")
+        results = runner.results(plan.steps(), params, numeric_truth=numeric, keep=plan.rows())
+        replicated = _replicated(runner, plan, params, by, numeric_truth=numeric,
+                                 rows=int(summary["n_rows"].sum()))
     except engine_errors() as error:
         # a corrupt page shows only when read, and the engines' errors may not name the file
         found = src.unreadable(used) if isinstance(src, Parquet) else None
@@ -233,7 +256,41 @@ def run(request: Request, source: Any) -> Outcome:
     if plan.curve or request.kind == "sweep":
         return Outcome(task, curve_table(plan, results, by), sizes)
     table = tidy(plan, results, by)
+    if request.params["ci"] is not None:
+        table = _with_intervals(table, plan, results, replicated, by)
     return Outcome(task, widen(table, by, sweep=plan.sweep) if request.wide else table, sizes)
+
+
+def _replicated(runner: Engine, plan: Plan, params: dict[str, object], by: list[str], *,
+                numeric_truth: bool, rows: int) -> pl.DataFrame | None:
+    """The bootstrap's rows of ``plan``: one per kept row and replicate (the replicates run a
+    chunk at a time, the input once per replicate of the chunk)."""
+    resampled = plan.resampled() if params["ci"] is not None else None
+    if resampled is None:
+        return None
+    steps = ["sample_ids", "replicates", *resampled.steps()]
+    budget = runner.budget // ROW_BYTES if runner.budget else uncertainty.CHUNK_ROWS
+    parts = []
+    for chunk in with_progress(uncertainty.chunks(int(params["resamples"]), rows=rows,
+                                                  budget_rows=budget), "bootstrap"):
+        results = runner.results(steps, {**params, "replicates": chunk},
+                                 numeric_truth=numeric_truth, keep=resampled.rows())
+        parts.append(tidy(resampled, results, by, replicated=True))
+    return pl.concat(parts, how="diagonal_relaxed")
+
+
+def _with_intervals(table: pl.DataFrame, plan: Plan, results: dict[str, pl.DataFrame],
+                    replicated: pl.DataFrame | None, by: list[str]) -> pl.DataFrame:
+    level = plan.request.params["ci"]
+    keys = [*by, "metric", "average", "label",
+            *(c for c in ("predicted", *clustering.CELL_COLUMNS) if c in table.columns),
+            *(["threshold"] if plan.sweep else [])]
+    bootstrap = None if replicated is None else uncertainty.percentile_intervals(
+        replicated, [k for k in keys if k in replicated.columns], level=level,
+        resamples=plan.request.params["resamples"])
+    delong = (uncertainty.delong_intervals(unpack_segment(results[DELONG], by), level=level)
+              if plan.delong() else None)
+    return uncertainty.with_intervals(table, keys, bootstrap=bootstrap, delong=delong)
 
 
 __all__ = ["Outcome", "SourceOptions", "check", "curve", "engine_errors", "evaluate", "run"]

@@ -40,8 +40,9 @@ import duckdb
 import polars as pl
 
 import mleval_sql as me
+from mleval_sql.engines import ENGINES
 from mleval_sql.outputs import atomic_output, check_output
-from mleval_sql.params import PARAMS, Param
+from mleval_sql.params import CURVE_PARAMS, PARAMS, Param
 from mleval_sql.plot import CURVE_COLUMNS, INSTALL_HINT, PlotError, check_target, plot_curve
 from mleval_sql.registry import AVERAGES, METRICS, Metric
 from mleval_sql.reporting import add_command as add_report_command
@@ -245,10 +246,11 @@ def _add_request(cmd: argparse.ArgumentParser, action: Action, *, statement: boo
         elif option.arity == "pairs":
             spec.update(action="append", type=_pair)
             spec["help"] += " (repeatable)"
+        elif option.name == "engine":  # the engines the command line offers, the first default
+            offered = [name for name, entry in ENGINES.items() if entry.offered]
+            spec.update(choices=offered, default=offered[0], metavar=None)
         elif option.choices:
             spec.update(choices=option.choices, metavar=None)
-            if option.name == "engine":
-                spec["default"] = option.choices[0]
         elif option.name == "threads":
             spec.update(type=int)
         cmd.add_argument(flag, **spec)
@@ -397,7 +399,7 @@ def run_curve(args: argparse.Namespace) -> int:
     if args.plot is None or args.output is not None or args.format is not None:
         emit(result, fmt, args.output)
     if args.plot is not None:
-        kind = args.kind or OPTIONS["kind"].choices[0]
+        kind = args.kind or CURVE_PARAMS["kind"].default
         plot_curve(result, kind, args.plot, areas=not (kind == "pr" and args.drop_intermediate))
         if args.output is None and args.format is None:  # the plot instead of a long table
             keys = [c for c in result.columns if c not in CURVE_COLUMNS]
@@ -441,7 +443,7 @@ def evaluate(args: argparse.Namespace) -> pl.DataFrame:
 
 def curve(args: argparse.Namespace) -> pl.DataFrame:
     """``mleval_sql.curve`` with the command line's options, its warnings shown as notes."""
-    return _noting(me.curve, list(args.inputs), args.kind or OPTIONS["kind"].choices[0],
+    return _noting(me.curve, list(args.inputs), args.kind or CURVE_PARAMS["kind"].default,
                    **request(args, "curve"))
 
 

@@ -32,10 +32,10 @@ class Param:
     """One parameter.
 
     ``kind``: a finite ``number``, a ``whole`` number, one of ``choices``, or a list of
-    ``numbers``. ``low``/``high`` bound it (``open_low``: ``low`` itself is refused); ``None``
-    is allowed where it is the default. ``column``: shown as a result column on the rows of
-    the metrics that name it (``"metric"``), on every row of a family whose steps read it
-    (``"step"``), or not at all (``None``).
+    ``numbers``. ``low``/``high`` bound it (``open_low`` / ``open_high``: ``low`` / ``high``
+    itself is refused); ``None`` is allowed where it is the default. ``column``: shown as a
+    result column on the rows of the metrics that name it (``"metric"``), on every row of a
+    family whose steps read it (``"step"``), or not at all (``None``).
     """
 
     name: str
@@ -45,6 +45,7 @@ class Param:
     low: float | None = None
     high: float | None = None
     open_low: bool = False
+    open_high: bool = False
     choices: tuple[Any, ...] = ()
     column: Literal["metric", "step"] | None = None
     metavar: str | None = None
@@ -75,18 +76,20 @@ class Param:
                 _number(f"every {self.name[:-1]}", v)
             return sorted({float(v) for v in value})
         _number(self.name, value, low=self.low, high=self.high, whole=self.kind == "whole",
-                open_low=self.open_low)
+                open_low=self.open_low, open_high=self.open_high)
         return value if self.kind == "whole" else float(value)
 
 
 def _number(name: str, value: Any, *, low: float | None = None, high: float | None = None,
-            whole: bool = False, open_low: bool = False) -> None:
+            whole: bool = False, open_low: bool = False, open_high: bool = False) -> None:
     kind = int if whole else (int, float)
     if isinstance(value, bool) or not isinstance(value, kind) or not math.isfinite(value) \
             or (low is not None and (value <= low if open_low else value < low)) \
-            or (high is not None and value > high):
-        bounds = f" in {'(' if open_low else '['}{low}, {high}]" if high is not None else (
-            f" > {low}" if open_low else f" >= {low}" if low is not None else "")
+            or (high is not None and (value >= high if open_high else value > high)):
+        if high is not None:
+            bounds = f" in {'(' if open_low else '['}{low}, {high}{')' if open_high else ']'}"
+        else:
+            bounds = f" > {low}" if open_low else f" >= {low}" if low is not None else ""
         raise InputError(f"{name} must be a finite {'whole ' if whole else ''}number{bounds}, "
                          f"got {value!r}")
 
@@ -122,6 +125,12 @@ PARAMS: dict[str, Param] = _params(
           "0,0.25,0.5", "numbers", metavar="T,T,..."),
     Param("zero_division", None, "the value of 0/0", "choice",
           choices=tuple(ZERO_DIVISION.values())),
+    Param("ci", None, "the confidence level of an interval on every value (ci_low, ci_high): "
+          "DeLong's for a label's ROC AUC, a Poisson bootstrap for the others", low=0, high=1,
+          open_low=True, open_high=True, metavar="LEVEL"),
+    Param("resamples", 200, "the bootstrap's replicates", "whole", low=10, metavar="N"),
+    Param("seed", 0, "the bootstrap's seed: the same seed, the same intervals", "whole", low=0,
+          metavar="N"),
 )
 #: Curve options: not metric parameters, but declared (and defaulted) here as well.
 CURVE_PARAMS: dict[str, Param] = _params(
@@ -135,6 +144,8 @@ SWITCHES: dict[str, Param] = _params(
           "pooled sort costs more than every label's own", "choice", choices=(True, False)),
     Param("adjusted", True, "compute the expected mutual information (asked: "
           "adjusted_mutual_info); a sum over the margins", "choice", choices=(True, False)),
+    Param("replicates", None, "the bootstrap replicates a run computes (a chunk of 0, 1, ..., "
+          "resamples - 1)", "numbers"),
 )
 DEFAULTS: dict[str, Any] = {p.name: p.default for p in (*PARAMS.values(),
                                                          *CURVE_PARAMS.values())}

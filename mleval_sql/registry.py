@@ -28,6 +28,7 @@ class Step:
     gives: str | None = None  # the statistics table it produces; None for metric rows
     params: tuple[str, ...] = ()
     averaged: bool = False  # its rows are per label: AVERAGING adds the grid and averages
+    whole: bool = False  # a statistic of the whole input, computed once, not batch by batch
 
 
 STEPS: dict[str, Step] = {s.name: s for s in (
@@ -74,6 +75,10 @@ STEPS: dict[str, Step] = {s.name: s for s in (
     Step("contingency_cells", ("contingency",)),
     # the rows of every averaged final step, read as label_values: the grid and the averages
     Step("label_averages", ("label_values",)),
+    # the bootstrap: every sample's id, then the predictions once per replicate, weighed by the
+    # sample's draw, with (segment, replicate) as their segment (the steps after read these)
+    Step("sample_ids", ("predictions",), "sample_ids", whole=True),
+    Step("replicates", ("predictions", "sample_ids"), "predictions", ("replicates", "seed")),
 )}
 
 #: The step every engine runs on the rows of an ``averaged`` final step (read as its one

@@ -20,7 +20,7 @@ parameters, and :func:`tidy` lays the rows out.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
@@ -36,6 +36,7 @@ from mleval_sql.registry import (
     DECISIONS,
     FUSED,
     METRICS,
+    RANKING,
     SAMPLES,
     STEPS,
     SWEEP,
@@ -57,6 +58,8 @@ DEFAULT_METRICS: dict[Task, tuple[str, ...]] = {
 }
 #: The decision metrics a sweep curve tabulates.
 SWEEP_METRICS = ("tp", "fp", "fn", "tn", "precision", "recall")
+#: The step of DeLong's variance of a label's ROC AUC (intervals).
+DELONG = "delong"
 #: The result column of an operating point's own threshold (``threshold`` is the one given).
 OPERATING_THRESHOLD = "operating_threshold"
 
@@ -77,7 +80,7 @@ class Option:
     statement: bool = True
     arity: Literal["value", "list", "pairs", "switch"] = "value"
     metavar: str | None = None
-    choices: tuple[str, ...] = ()
+    choices: Collection[str] = ()
     default: Any = None
 
     @property
@@ -107,7 +110,7 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("wide", "one row per segment and label, one column per metric (and average) instead "
            "of one row per value", _EVALUATE, statement=False, arity="switch", default=False),
     Option("engine", "the engine that runs the request (default: duckdb)", statement=False,
-           choices=tuple(ENGINES)),
+           choices=ENGINES),  # the live table: an engine added to it is a choice
     Option("memory_limit", "the memory the engine may use, e.g. 1GB; larger inputs are "
            "evaluated a batch of segments at a time", statement=False, metavar="SIZE"),
     Option("threads", "DuckDB's threads (default: one per core); 1 sums in one order, so "
@@ -164,6 +167,9 @@ class Request:
             if name in OPTIONS:
                 values[name] = _CHECKS.get(name, _as_is)(value)
         values["params"] = checked(**{k: v for k, v in given.items() if k in PARAMS})
+        if values["params"]["ci"] is None and given.keys() & {"resamples", "seed"}:
+            raise InputError("resamples= and seed= are the bootstrap's: they go with ci= "
+                             "(--ci 0.95)")
         if action == "curve":
             kind = values.setdefault("kind", CURVE_PARAMS["kind"].default)
             if kind == "sweep" and values["params"]["thresholds"] is None:
@@ -224,6 +230,9 @@ class Request:
         a metric the task lacks or an average the metric lacks."""
         if self.action == "curve":
             return self._curve_plan(task)
+        if task == "clustering" and self.params["ci"] is not None:
+            raise InputError("ci= gives no intervals for clustering metrics yet (their "
+                             "bootstrap reads one row per sample with a cluster)")
         sweep = self.params["thresholds"] is not None
         listed = sweep and self.params["bins"] is None  # bins also put ranking on their grid
         plan = Plan(task, self)
@@ -401,7 +410,7 @@ _CHECKS: dict[str, Any] = {
     "average": _averages, "columns": _columns, "kind": _choice("kind", CURVE_PARAMS["kind"]
                                                                 .choices),
     "drop_intermediate": _bool("drop_intermediate"), "wide": _bool("wide"),
-    "engine": _choice("engine", tuple(ENGINES)), "memory_limit": _memory,
+    "engine": _choice("engine", ENGINES), "memory_limit": _memory,
     "threads": _threads, "storage_options": _storage,
 }
 
@@ -446,11 +455,30 @@ class Plan:
         ordered: dict[str, None] = {}
         for family in self.families.values():
             ordered.update(dict.fromkeys(family.steps(self.task)))
+        if self.delong():  # DeLong's variance from the curve the AUC is read off
+            ordered.update(dict.fromkeys((*RANKING.stats[self.task], DELONG)))
         fused: dict[str, None] = {}
         for step in ordered:  # a statistic another step's pass also gives is read off that
             instead = FUSED.get(step, (step,))
             fused.update(dict.fromkeys(instead if instead[0] in ordered else (step,)))
         return list(fused)
+
+    def delong(self) -> bool:
+        """Whether intervals are asked and a label's ROC AUC of the whole curve is among the
+        rows: those get DeLong's interval."""
+        return (self.request.params["ci"] is not None and self.request.params["max_fpr"] is None
+                and None in self.keep.get(RANKING.name, {}).get("roc_auc", set()))
+
+    def resampled(self) -> Plan | None:
+        """The plan of the rows the bootstrap gives intervals to: every row but DeLong's
+        (None: no row left)."""
+        plan = Plan(self.task, self.request)
+        for name, wanted in self.keep.items():
+            for metric, averages in wanted.items():
+                for average in averages:
+                    if not (self.delong() and metric == "roc_auc" and average is None):
+                        plan.add(self.families[name], metric, average)
+        return plan if plan.keep else None
 
     @property
     def sweep(self) -> bool:
@@ -475,7 +503,8 @@ class Plan:
 
 # -- the result layout ------------------------------------------------------------------------
 
-def tidy(plan: Plan, results: Mapping[str, pl.DataFrame], by: Sequence[str]) -> pl.DataFrame:
+def tidy(plan: Plan, results: Mapping[str, pl.DataFrame], by: Sequence[str], *,
+         replicated: bool = False) -> pl.DataFrame:
     """The rows of each family's final step that the request keeps, with a column per
     parameter shown, the user's segment columns, in the order asked: segments, then the
     metrics as asked, their averages as asked, labels, then the other keys."""
@@ -487,6 +516,9 @@ def tidy(plan: Plan, results: Mapping[str, pl.DataFrame], by: Sequence[str]) -> 
         if family is SWEEP:  # each (segment, threshold) was one segment
             rows = rows.with_columns(threshold=pl.col("segment").struct.field("threshold"),
                                      segment=pl.col("segment").struct.field("segment"))
+        if replicated:  # and each (segment, replicate)
+            rows = rows.with_columns(replicate=pl.col("segment").struct.field("replicate"),
+                                     segment=pl.col("segment").struct.field("segment"))
         keys = pl.DataFrame(
             [(m, a) for m, avgs in wanted.items() for a in avgs],
             schema={"metric": pl.String, "average": pl.String}, orient="row")
@@ -497,7 +529,8 @@ def tidy(plan: Plan, results: Mapping[str, pl.DataFrame], by: Sequence[str]) -> 
     out = unpack_segment(pl.concat(frames, how="diagonal_relaxed"), by)
     optional = [c for c in ("predicted", *CELL_COLUMNS, *PARAM_COLUMNS, OPERATING_THRESHOLD)
                 if c in out.columns and out[c].null_count() < out.height]
-    order = [*by, "metric", "average", "label", *optional, "value"]
+    order = [*by, "metric", "average", "label", *optional, "value",
+             *(["replicate"] if replicated else [])]
     names = plan.request.metric_names(plan.task)
     averages = plan.request.averages(plan.task)
     rank = pl.col("metric").replace_strict({m: i for i, m in enumerate(names)},

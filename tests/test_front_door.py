@@ -217,6 +217,25 @@ def test_sweeps_sort_their_thresholds_as_every_curve_does():
         assert first["threshold"].to_list() == [0.8, 0.5, 0.2]
 
 
+def test_threads_reach_duckdb_and_no_other_engine():
+    from mleval_sql.engines.duckdb import DuckDBEngine
+    from mleval_sql.schema import Columns
+    from mleval_sql.sources import as_source
+
+    con = duckdb.connect()
+    con.execute("SET threads = 2")
+    engine = DuckDBEngine(as_source(LAKE), Columns(), None, ["model"], connection=con,
+                          threads=1)
+    assert con.execute("SELECT current_setting('threads')").fetchone() == (1,)
+    engine.close()
+    assert con.execute("SELECT current_setting('threads')").fetchone() == (2,)  # put back
+    assert me.evaluate(LAKE, "f1", by="model", threads=1).equals(
+        me.evaluate(LAKE, "f1", by="model"))
+    with pytest.raises(me.InputError, match="engine 'polars' does not take threads=; engines "
+                       "that do: duckdb"):
+        me.evaluate(LAKE, "f1", by="model", threads=1, engine="polars")
+
+
 # -- the request itself -----------------------------------------------------------------------
 
 @pytest.mark.parametrize(("action", "given", "flags", "message"), [

@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 import mleval_sql as me
-from mleval_sql import clustering
+from mleval_sql import clustering, params
 from mleval_sql.api import CurveKind
 from mleval_sql.cli import build_parser, params_markdown
 from mleval_sql.params import CURVE_PARAMS, PARAMS, RESULT_COLUMNS
@@ -20,7 +20,7 @@ from mleval_sql.registry import METRICS, STEPS
 from tests.data import make_predictions
 
 #: Step parameters the engines get from the request itself, not from a user's value.
-SWITCHES = {"micro", "adjusted", "kind", "drop_intermediate"}
+SWITCHES = {*params.SWITCHES, *CURVE_PARAMS}
 
 
 def test_evaluate_takes_every_parameter_with_its_default() -> None:

@@ -206,8 +206,8 @@ def test_the_curve_without_the_checks_numbers_its_own_groups(spark):
     """The exact curve numbers its (segment, label) groups from the checks' table of them; an
     engine asked for the curve without the checks first (as a caller of the engine may) takes
     them from the rows, with the same curve (a null segment included)."""
-    from mleval_sql.api import CURVES
     from mleval_sql.engines import ENGINES
+    from mleval_sql.registry import CURVES
     from mleval_sql.schema import Columns
 
     frame = make_predictions("multilabel", 8, n_samples=60).with_columns(

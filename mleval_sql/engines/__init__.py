@@ -104,6 +104,11 @@ class EngineEntry:
         if clustering:
             self.check_task("clustering")
         self.check_memory_limit(memory_limit)
+        for name, value in options.items():  # a connection may serve the source, not the engine
+            if value is not None and name != "connection" and name not in self.options:
+                able = [n for n, entry in ENGINES.items() if name in entry.options]
+                raise InputError(f"engine {self.name!r} does not take {name}=; engines that "
+                                 f"do: {', '.join(able)}")
         return imported(self.factory)(*args, memory_limit=memory_limit, clustering=clustering,
                                        **{k: v for k, v in options.items() if k in self.options})
 
@@ -129,7 +134,7 @@ def imported(thing: Callable[..., Any] | str) -> Callable[..., Any]:
 #: reads a Spark DataFrame, a catalog table or parquet files with Spark and runs there. Neither
 #: evaluates clustering nor takes a memory budget.
 ENGINES: dict[str, EngineEntry] = {e.name: e for e in (
-    EngineEntry("duckdb", "mleval_sql.engines.duckdb:DuckDBEngine", ("connection",)),
+    EngineEntry("duckdb", "mleval_sql.engines.duckdb:DuckDBEngine", ("connection", "threads")),
     EngineEntry("polars", "mleval_sql.engines.polars.engine:PolarsEngine"),
     EngineEntry("sql", "mleval_sql.engines.sql:SQLEngine",
                 reader="mleval_sql.engines.sql:database_table", offered=False,

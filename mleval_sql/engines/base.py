@@ -18,6 +18,7 @@ import polars as pl
 
 from mleval_sql.engines import Keep, memory_bytes, segments
 from mleval_sql.engines.segments import batches, merge_batches, with_progress
+from mleval_sql.registry import STEPS
 from mleval_sql.schema import Columns
 
 T = TypeVar("T")
@@ -67,6 +68,7 @@ class BaseEngine:
         self.by = list(by)
         self.budget = None if memory_limit is None else memory_bytes(memory_limit)
         self.batches: list[pl.DataFrame] = []
+        self.whole: set[str] = set()  # the statistics of the whole input computed so far
 
     # -- what each engine supplies ----------------------------------------------------------
 
@@ -105,13 +107,25 @@ class BaseEngine:
     def results(self, steps: Iterable[str], params: dict[str, object], *,
                 numeric_truth: bool = False, keep: Keep | None = None) -> dict[str, pl.DataFrame]:
         """Run ``steps`` in order; the metric rows of each final step (per batch of segments
-        under a memory budget). ``truth`` is boolean unless ``numeric_truth`` (regression: the
-        target; clustering: the reference class)."""
-        steps = list(steps)
+        under a memory budget; a ``whole`` step once, on every segment's rows, for the rest of
+        the request). ``truth`` is boolean unless ``numeric_truth`` (regression: the target;
+        clustering: the reference class)."""
+        steps = self._run_whole(list(steps), params, numeric_truth=numeric_truth)
         return self._each(lambda rows: self._results(rows, steps, params,
                                                      numeric_truth=numeric_truth,
                                                      keep=keep or {}),
                           "metrics", merge_batches)
+
+    def _run_whole(self, steps: list[str], params: dict[str, object], *,
+                   numeric_truth: bool) -> list[str]:
+        """The statistics of the whole input among ``steps`` not computed yet, on every
+        segment's rows at once and kept for the request; the other steps."""
+        whole = [s for s in steps if STEPS[s].whole and s not in self.whole]
+        if whole:
+            with self._restricted(None, few=True) as rows:
+                self._results(rows, whole, params, numeric_truth=numeric_truth, keep={})
+            self.whole.update(whole)
+        return [s for s in steps if not STEPS[s].whole]
 
     def _each(self, run: Callable[[Any], T], what: str, combine: Callable[[list[T]], T]) -> T:
         """``run`` on the whole input, or on each batch of segments with the parts combined."""

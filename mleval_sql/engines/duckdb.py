@@ -39,6 +39,7 @@ class DuckDBEngine(BaseEngine):
     of its own, and the segments are evaluated in batches of about the budget's rows
     (engines/base.py; a parquet lake partitioned by the segment columns is then read a few
     partitions at a time); a user's ``connection`` keeps the memory settings the user gave it.
+    ``threads``: DuckDB's threads for the run (1 sums in one order: reruns give the same bits).
     A progress bar shows on a terminal. ``clustering``: the input is a clustering table
     (sample, truth, cluster, weight), checked by cluster_summary.
     """
@@ -48,15 +49,17 @@ class DuckDBEngine(BaseEngine):
     def __init__(self, source: Source, columns: Columns, weight: str | None, by: Sequence[str],
                  *, connection: duckdb.DuckDBPyConnection | None = None,
                  memory_limit: str | int | None = None, temp_directory: str | None = None,
-                 clustering: bool = False) -> None:
+                 threads: int | None = None, clustering: bool = False) -> None:
         super().__init__(by, memory_limit)
         self.owned = connection is None
         self.con = connection or duckdb.connect()
         self.prefix = f"mleval_{uuid.uuid4().hex[:8]}_"
         self.created: list[tuple[str, str]] = []
         self.restore: dict[str, object] = {}
+        self.aliases: dict[str, str] = {}  # a relation of this run read under another name
         self.spill: Path | None = None
         try:
+            self._set("threads", threads)  # 1: sums in one order, the same bits every run
             self._open(source, columns, weight, memory_limit, temp_directory, clustering)
         except BaseException:  # an error or a signal half-way: nothing is left behind
             self.close()
@@ -153,10 +156,14 @@ class DuckDBEngine(BaseEngine):
                 line.describe(f"{'metrics' if step.gives is None else 'statistics'}: {name}")
                 if step.gives is None:
                     out[name] = self._final(name, params, keep.get(name))
-                else:
+                else:  # a step that gives a relation it reads (replicates) shadows it
                     sql = self._sql(name)
-                    self._create("TABLE", step.gives, sql, params=self._bind(sql, params),
+                    target = step.gives if step.gives not in step.reads \
+                        else f"{step.gives}_{name}"
+                    self._create("TABLE", target, sql, params=self._bind(sql, params),
                                  replace=True)
+                    self.aliases[step.gives] = target
+        self.aliases.clear()
         return out
 
     def close(self) -> None:
@@ -224,7 +231,7 @@ class DuckDBEngine(BaseEngine):
         return self.prefix + relation
 
     def _sql(self, step: str) -> str:
-        names = {rel: self._name(rel) for rel in ("input", *RELATIONS)}
+        names = {rel: self._name(self.aliases.get(rel, rel)) for rel in ("input", *RELATIONS)}
         return queries.rename_relations(queries.load(step), names)
 
     @staticmethod

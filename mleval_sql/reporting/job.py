@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mleval_sql.engines import local_engines
+from mleval_sql.engines import ENGINES, local_engines
 from mleval_sql.params import CURVE_PARAMS, PARAMS
 from mleval_sql.registry import AVERAGES
 from mleval_sql.request import OPTIONS, Request
@@ -138,9 +138,10 @@ class Job:
     def request(self, action: str, source: Source, by: Sequence[str], **more: Any) -> Request:
         """The request of ``action`` on ``source`` by the columns ``by``: the job's options
         (evaluate's parameters only where they apply) and ``more``."""
+        threads = self.threads if "threads" in ENGINES[self.engine].options else None
         options = {"by": list(by), "columns": dict(source.columns), "task": self.task,
                    "engine": self.engine, "memory_limit": self.memory_limit,
-                   "threads": self.threads, "storage_options": source.storage_options,
+                   "threads": threads, "storage_options": source.storage_options,
                    "as_of": source.as_of, **(self.options if action == "evaluate" else {})}
         return Request.build(action, **{**options, **more})
 

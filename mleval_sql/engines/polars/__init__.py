@@ -9,6 +9,7 @@ points); each module lists its steps in ``__all__``, and this package exports th
 
 from mleval_sql.engines.polars import (
     averages,
+    bootstrap,
     clustering,
     decisions,
     label_ranking,
@@ -21,6 +22,7 @@ from mleval_sql.engines.polars import (
     validate,
 )
 from mleval_sql.engines.polars.averages import *  # noqa: F403
+from mleval_sql.engines.polars.bootstrap import *  # noqa: F403
 from mleval_sql.engines.polars.clustering import *  # noqa: F403
 from mleval_sql.engines.polars.decisions import *  # noqa: F403
 from mleval_sql.engines.polars.label_ranking import *  # noqa: F403
@@ -32,6 +34,7 @@ from mleval_sql.engines.polars.samples import *  # noqa: F403
 from mleval_sql.engines.polars.sweeps import *  # noqa: F403
 from mleval_sql.engines.polars.validate import *  # noqa: F403
 
-__all__ = sorted({name for module in (averages, clustering, decisions, label_ranking, multiclass,
-                                      probability, ranking, regression, samples, sweeps, validate)
+__all__ = sorted({name for module in (averages, bootstrap, clustering, decisions, label_ranking,
+                                      multiclass, probability, ranking, regression, samples,
+                                      sweeps, validate)
                   for name in module.__all__})

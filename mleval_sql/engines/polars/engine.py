@@ -57,6 +57,7 @@ class PolarsEngine(BaseEngine):
         self.summary_plan = plans.cluster_summary if clustering else plans.validate_summary
         self.collect_engine = "streaming" if memory_limit else "auto"
         self.held: pl.DataFrame | None = None  # without a budget: the canonical rows
+        self.shared: dict[str, pl.LazyFrame] = {}  # the statistics of the whole input
 
     def summary(self) -> pl.DataFrame:
         if self.budget is not None:
@@ -68,7 +69,7 @@ class PolarsEngine(BaseEngine):
                 numeric_truth: bool = False, keep: Keep | None = None) -> dict[str, pl.DataFrame]:
         if self.held is None:
             return super().results(steps, params, numeric_truth=numeric_truth, keep=keep)
-        steps = list(steps)
+        steps = self._run_whole(list(steps), params, numeric_truth=numeric_truth)
         parts = [self._results(rows.lazy(), steps, params, numeric_truth=numeric_truth,
                                keep=keep or {})
                  for rows in with_progress(in_batches(self.held, HELD_BATCH_ROWS), "metrics")]
@@ -86,7 +87,7 @@ class PolarsEngine(BaseEngine):
         own columns (which reaches the parquet reader, so it skips other hive partitions), many
         by a semi-join."""
         if keys is None:
-            yield self._canonical(self.source)
+            yield self._canonical(self.source) if self.held is None else self.held.lazy()
         elif few:
             yield self._canonical(self.source.filter(pl.any_horizontal(
                 pl.all_horizontal(pl.col(c).eq_missing(pl.lit(v, dtype=keys.schema[c]))
@@ -115,7 +116,7 @@ class PolarsEngine(BaseEngine):
                  numeric_truth: bool, keep: Keep) -> dict[str, pl.DataFrame]:
         """Build every step's plan, then collect the final steps' rows in one go."""
         truth = pl.col("truth") if numeric_truth else pl.col("truth").cast(pl.Boolean)
-        relations = {"predictions": rows.with_columns(truth)}
+        relations = {**self.shared, "predictions": rows.with_columns(truth)}
         finals: dict[str, pl.LazyFrame] = {}
         for name in steps:
             step = STEPS[name]
@@ -134,6 +135,8 @@ class PolarsEngine(BaseEngine):
                 finals[name] = plan if name not in keep else plan.filter(
                     pl.col("metric").is_in(keep[name][0]),
                     pl.col("average").fill_null("none").is_in(keep[name][1]))
+            elif step.whole:  # kept for the rest of the request
+                relations[step.gives] = self.shared[step.gives] = plan.collect().lazy()
             else:  # a statistics table feeds several plans: computed once, from one scan
                 relations[step.gives] = plan.cache()
         with stage("statistics and metrics: one polars plan"):
