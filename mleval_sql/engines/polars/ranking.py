@@ -1,8 +1,8 @@
 """Ranking across samples, per label: curves and ranking metrics, and the multiclass one-vs-one
 AUC.
 
-Mirrors queries/ranked_points.sql, ranking_metrics.sql, curve_rates.sql,
-pair_counts.sql and ovo_metrics.sql.
+Mirrors queries/ranked_points.sql, ranking_metrics.sql, curve_rates.sql, delong.sql,
+placements.sql, pair_counts.sql and ovo_metrics.sql.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import polars as pl
 from mleval_sql.engines.polars._common import keys_as_text, nan_average, truth, weight
 from mleval_sql.registry import RANKING, metrics_of
 
-__all__ = ["curve_counts", "curve_rates", "ovo_metrics", "pair_counts", "ranked_points",
-           "ranking_metrics"]
+__all__ = ["curve_counts", "curve_rates", "delong", "ovo_metrics", "pair_counts", "placements",
+           "ranked_points", "ranking_metrics"]
 
 _KEYS = ("segment", "label")
 
@@ -241,6 +241,67 @@ def ranking_metrics(curve_points: pl.LazyFrame, *, max_fpr: float | None, micro:
     return keys_as_text(curves).unpivot(
         on=metrics, index=["segment", "average", "label", "support"], variable_name="metric",
         value_name="value").select("segment", "metric", "average", "label", "value", "support")
+
+
+# -- DeLong's variance of the AUC (queries/delong.sql, queries/placements.sql) --------------------
+
+def _placed_blocks(curve_points: pl.LazyFrame) -> pl.LazyFrame:
+    """Each point of each label's curve with the label's P and N (fn and tn at its origin, the
+    largest on the curve) and the placements of its block: ``v10`` = (tn + neg / 2) / N for
+    its positives, ``v01`` = (tp - pos / 2) / P for its negatives; null where P or N is 0."""
+    totals = curve_points.group_by(*_KEYS).agg(p=pl.col("fn").max(), n=pl.col("tn").max())
+    p, n, both = pl.col("p"), pl.col("n"), (pl.col("p") > 0) & (pl.col("n") > 0)
+    return curve_points.join(totals, on=list(_KEYS), nulls_equal=True).with_columns(
+        v10=pl.when(both).then((pl.col("tn") + pl.col("neg") / 2) / n),
+        v01=pl.when(both).then((pl.col("tp") - pl.col("pos") / 2) / p))
+
+
+def delong(curve_points: pl.LazyFrame) -> pl.LazyFrame:
+    """DeLong's variance of each label's ROC AUC from its curve's blocks (Sun & Xu's sorted
+    form), weights as frequency weights: p, n, auc (null where P or N is 0) and variance =
+    S10 / P + S01 / N (null where P <= 1 or N <= 1), the squared deviations from the AUC
+    summed in a second pass with the AUC known. Terms are shares (pos / P, tn / N), never
+    products of weights. Mirrors queries/delong.sql."""
+    p, n, auc = pl.col("p"), pl.col("n"), pl.col("auc")
+    both = (p > 0) & (n > 0)
+    placed = _placed_blocks(curve_points).select(
+        *_KEYS, "p", "n", "v10", "v01",
+        pos_share=pl.when(both).then(pl.col("pos") / p),
+        neg_share=pl.when(both).then(pl.col("neg") / n))
+    pos_share, neg_share, v10, v01 = (pl.col(c) for c in ("pos_share", "neg_share", "v10",
+                                                          "v01"))
+    totals = (placed.group_by(*_KEYS)
+              .agg(p.first(), n.first(), auc=(pos_share * v10).sum())
+              .with_columns(auc=pl.when(both).then(auc)))
+    return keys_as_text(
+        placed.join(totals.select(*_KEYS, "auc"), on=list(_KEYS), nulls_equal=True)
+        .group_by(*_KEYS)
+        .agg(s10=(pos_share * (v10 - auc) * (v10 - auc)).sum(),
+             s01=(neg_share * (v01 - auc) * (v01 - auc)).sum())
+        .join(totals, on=list(_KEYS), nulls_equal=True)
+        .select(*_KEYS, "p", "n", "auc",
+                variance=pl.when((p > 1) & (n > 1))
+                .then(pl.col("s10") / (p - 1) + pl.col("s01") / (n - 1))))
+
+
+def placements(predictions: pl.LazyFrame, curve_points: pl.LazyFrame, *,
+               bins: int | None) -> pl.LazyFrame:
+    """Each prediction row's DeLong placement: V10 of its block for a positive row, V01 for a
+    negative one (the per-sample term of a paired DeLong test), its block found by its score
+    as ranked_points puts it on the curve (with ``bins``: its bin). Null where P or N is 0, and
+    for a row whose score only zero-weight rows have (no point on the curve). Mirrors
+    queries/placements.sql."""
+    schema = predictions.collect_schema()
+    # the curve's keys as the rows have them (ranked_points gives text keys as Categorical)
+    blocks = (_placed_blocks(curve_points)
+              .select(*_KEYS, "v10", "v01", score="threshold")
+              .cast({k: schema[k] for k in _KEYS}))
+    rows = predictions.select(*_KEYS, "sample", "truth", "weight", score=_gridded(bins))
+    return keys_as_text(
+        rows.join(blocks, on=[*_KEYS, "score"], how="left", nulls_equal=True,
+                  maintain_order="left")
+        .select(*_KEYS, "sample", "truth", "weight",
+                placement=pl.when(truth).then("v10").otherwise("v01")))
 
 
 # -- curves (queries/curve_rates.sql) -------------------------------------------------------------

@@ -1,0 +1,54 @@
+-- placements: each prediction's DeLong placement (delong.sql), the per-sample term of a paired
+-- DeLong test: the covariance of two models' AUCs on the same samples is that of their
+-- placements over the samples.
+--   A positive row (truth) is placed at V10 = (tn + neg / 2) / N of its block of tied scores
+--   (the share of the label's negative weight scored below it, ties counting one half), a
+--   negative row at V01 = (tp - pos / 2) / P. A row finds its block by its score, moved down
+--   to the grid with $bins exactly as ranked_points.sql does (there the blocks are the bins).
+--   NULL where P = 0 or N = 0, and for a row whose score only zero-weight rows have (no point
+--   on the curve; the row weighs nothing).
+-- Reads:  predictions(sample, label, score, truth, weight, segment),
+--         curve_points(segment, label, threshold, tp, fp, fn, tn, pos, neg)  (ranked_points.sql,
+--         with the same $bins)
+-- Params: $bins (NULL: the exact curve; N: scores on the grid 0, 1/N, 2/N, ...)
+-- Gives:  segment, label, sample, truth, weight, placement
+WITH gridded AS (
+    SELECT segment, label, sample, truth, weight, score, floor(score * $bins) AS k
+    FROM predictions
+),
+scored AS (
+    -- the score as ranked_points.sql puts it on the curve
+    SELECT
+        segment, label, sample, truth, weight,
+        CASE
+            WHEN $bins IS NULL THEN score
+            WHEN (k + 1) / $bins <= score THEN (k + 1) / $bins
+            WHEN k / $bins > score THEN (k - 1) / $bins
+            ELSE k / $bins
+        END AS score
+    FROM gridded
+),
+blocks AS (
+    SELECT
+        c.segment, c.label, c.threshold,
+        CASE WHEN totals.p > 0 AND totals.n > 0 THEN (c.tn + c.neg / 2) / totals.n END AS v10,
+        CASE WHEN totals.p > 0 AND totals.n > 0 THEN (c.tp - c.pos / 2) / totals.p END AS v01
+    FROM curve_points AS c
+    JOIN (
+        -- P and N from the origin (+inf), where fn = P and tn = N
+        SELECT segment, label, fn AS p, tn AS n
+        FROM curve_points
+        WHERE threshold = CAST('inf' AS DOUBLE)
+    ) AS totals
+        ON totals.segment IS NOT DISTINCT FROM c.segment AND totals.label = c.label
+)
+SELECT
+    r.segment,
+    r.label,
+    r.sample,
+    r.truth,
+    r.weight,
+    CASE WHEN r.truth THEN b.v10 ELSE b.v01 END AS placement
+FROM scored AS r
+LEFT JOIN blocks AS b
+    ON b.segment IS NOT DISTINCT FROM r.segment AND b.label = r.label AND b.threshold = r.score
