@@ -136,7 +136,7 @@ def evaluate(
 
     >>> result = evaluate("fixtures/lake", ["roc_auc", "f1"], by="model", average="macro")
     >>> result.select("model", "metric", pl.col("value").round(4)).rows()
-    [('a', 'roc_auc', 0.7327), ('a', 'f1', 0.5648), ('b', 'roc_auc', 0.8974), ('b', 'f1', 0.7831)]
+    [('a', 'roc_auc', 0.7278), ('a', 'f1', 0.5976), ('b', 'roc_auc', 0.8966), ('b', 'f1', 0.7463)]
     """
     request = Request.build(
         "evaluate", metrics=metrics, threshold=threshold, thresholds=thresholds, bins=bins,
@@ -145,6 +145,25 @@ def evaluate(
         average_method=average_method, ci=ci, resamples=resamples, seed=seed, wide=wide,
         **options)
     return run(request, source).table  # type: ignore[return-value]
+
+
+class ComparisonOptions(SourceOptions, total=False):
+    """The options of ``compare`` beyond its own: every parameter of ``evaluate``."""
+
+    threshold: float
+    thresholds: Sequence[float] | None
+    bins: int | None
+    beta: float
+    k: int
+    zero_division: float | None
+    max_fpr: float | None
+    min_recall: float
+    min_precision: float
+    n_bins: int
+    average_method: str
+    ci: float | None
+    resamples: int
+    seed: int
 
 
 def check(source: Any, **options: Unpack[SourceOptions]) -> Task:
@@ -189,6 +208,39 @@ def curve(
     return run(request, source).table  # type: ignore[return-value]
 
 
+def compare(
+    source: Any,
+    metrics: str | Sequence[str] | None = None,
+    *,
+    model: str | None = None,
+    baseline: Any = None,
+    against: str | None = None,
+    average: str | Sequence[str] | None = None,
+    **options: Unpack[ComparisonOptions],
+) -> pl.DataFrame:
+    """Is a difference real? For models scored on the same samples (``model``: the column
+    naming them), each model's metrics minus the ``baseline`` model's, per segment; with
+    ``against="rest"``, each segment's minus the data's outside it. One row per segment, model
+    (or segment) and metric row: ``value`` (the difference), the two values compared
+    (``model_value`` and ``baseline_value``, or ``segment_value`` and ``rest_value``),
+    ``ci_low``, ``ci_high`` (level ``ci``, default 0.95), ``ci_method`` and a two-sided
+    ``p_value``: DeLong's test for a label's ROC AUC (paired for models), the bootstrap's
+    (paired: the same draws weigh a sample under every model) for the others. A sample scored
+    by some models of its segment and not others is an error naming it. Every parameter of
+    :func:`evaluate` applies (``ComparisonOptions``), and the options of ``SourceOptions``.
+
+    >>> rows = compare("fixtures/lake", "roc_auc", model="model", baseline="a",
+    ...                average="none", by="region")
+    >>> rows.select("region", "label", pl.col("value", "p_value").round(4)).row(0)
+    ('asia', 'bird', 0.1931, 0.0003)
+    """
+    from mleval_sql.comparison import compare as comparison
+
+    request = Request.build("compare", metrics=metrics, model=model, baseline=baseline,
+                            against=against, average=average, **options)
+    return comparison(request, source)
+
+
 def run(request: Request, source: Any) -> Outcome:
     """Carry out ``request`` on ``source``: the one path of every door that evaluates.
 
@@ -196,6 +248,35 @@ def run(request: Request, source: Any) -> Outcome:
     >>> outcome.task, outcome.sizes["samples"].to_list()
     ('multilabel', [300, 300])
     """
+    done = execute(request, source)
+    if done.plan is None:
+        return Outcome(done.task, None, done.sizes)
+    by = list(request.by)
+    if done.plan.curve or request.kind == "sweep":
+        return Outcome(done.task, curve_table(done.plan, done.results, by), done.sizes)
+    table = tidy(done.plan, done.results, by)
+    if request.params["ci"] is not None:
+        table = _with_intervals(table, done.plan, done.results, done.replicated, by)
+    return Outcome(done.task,
+                   widen(table, by, sweep=done.plan.sweep) if request.wide else table,
+                   done.sizes)
+
+
+@dataclass(frozen=True)
+class Execution:
+    """What an engine gave for a request: the task, the plan (none for ``check``), each final
+    step's rows, the bootstrap's rows (one per kept row and replicate) and the sizes."""
+
+    task: Task
+    plan: Plan | None
+    results: dict[str, pl.DataFrame]
+    replicated: pl.DataFrame | None
+    sizes: pl.DataFrame
+
+
+def execute(request: Request, source: Any) -> Execution:
+    """Read ``source``, check it, and run the steps of ``request`` (and its bootstrap) on an
+    engine."""
     entry = ENGINES[request.engine]
     if entry.reader is not None:  # e.g. a table of a database
         src: Any = entry.read(source, request.connection)
@@ -233,7 +314,7 @@ def run(request: Request, source: Any) -> Outcome:
             "segment", rows=pl.col("n_rows").cast(pl.Int64), samples="n_samples",
             weight=pl.col("sample_weight").cast(pl.Float64)), by)
         if request.action == "check":
-            return Outcome(task, None, sizes)
+            return Execution(task, None, {}, None, sizes)
         plan = request.plan(task)
         asked = plan.probabilities()
         if clusters:
@@ -253,12 +334,7 @@ def run(request: Request, source: Any) -> Outcome:
         raise
     finally:
         runner.close()
-    if plan.curve or request.kind == "sweep":
-        return Outcome(task, curve_table(plan, results, by), sizes)
-    table = tidy(plan, results, by)
-    if request.params["ci"] is not None:
-        table = _with_intervals(table, plan, results, replicated, by)
-    return Outcome(task, widen(table, by, sweep=plan.sweep) if request.wide else table, sizes)
+    return Execution(task, plan, results, replicated, sizes)
 
 
 def _replicated(runner: Engine, plan: Plan, params: dict[str, object], by: list[str], *,
@@ -293,4 +369,5 @@ def _with_intervals(table: pl.DataFrame, plan: Plan, results: dict[str, pl.DataF
     return uncertainty.with_intervals(table, keys, bootstrap=bootstrap, delong=delong)
 
 
-__all__ = ["Outcome", "SourceOptions", "check", "curve", "engine_errors", "evaluate", "run"]
+__all__ = ["Execution", "Outcome", "SourceOptions", "check", "compare", "curve", "engine_errors",
+           "evaluate", "execute", "run"]

@@ -46,7 +46,7 @@ from mleval_sql.params import CURVE_PARAMS, PARAMS, Param
 from mleval_sql.plot import CURVE_COLUMNS, INSTALL_HINT, PlotError, check_target, plot_curve
 from mleval_sql.registry import AVERAGES, METRICS, Metric
 from mleval_sql.reporting import add_command as add_report_command
-from mleval_sql.request import OPTIONS, Action
+from mleval_sql.request import OPTIONS, Action, actions_of
 from mleval_sql.schema import TASKS
 
 PROG = "mleval"
@@ -158,7 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "tables (sample, label, score, truth[, weight]).")
     parser.add_argument("--version", action="version", version=f"%(prog)s {me.__version__}")
     commands = parser.add_subparsers(dest="command", required=True,
-                                     metavar="{evaluate,curve,check,metrics,sql,report}")
+                                     metavar="{evaluate,curve,compare,check,metrics,sql,report}")
     cmd = commands.add_parser("evaluate", help="compute metrics of parquet predictions")
     _add_inputs(cmd)
     _add_request(cmd, "evaluate")
@@ -173,6 +173,14 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--plot", type=Path, metavar="FILE.png",
                      help=f"also draw the curves with matplotlib ({INSTALL_HINT})")
     cmd.set_defaults(run=run_curve)
+
+    cmd = commands.add_parser("compare", help="is a difference real: models against a baseline "
+                              "on the same samples, or each segment against the rest, with "
+                              "intervals and p-values")
+    _add_inputs(cmd)
+    _add_request(cmd, "compare")
+    _add_output(cmd)
+    cmd.set_defaults(run=run_compare)
 
     cmd = commands.add_parser("check", help="only check the input (as every evaluation does "
                               "first) and print its task")
@@ -254,8 +262,7 @@ def _add_request(cmd: argparse.ArgumentParser, action: Action, *, statement: boo
         elif option.name == "threads":
             spec.update(type=int)
         cmd.add_argument(flag, **spec)
-    params = [p for p in PARAMS if p not in present and (
-        action == "evaluate" or p in ("thresholds", "bins", "n_bins")) and action != "check"]
+    params = [p for p in PARAMS if p not in present and action in actions_of(p)]
     if "thresholds" in params:  # --thresholds T,T,... or --bins N (thresholds 0, 1/N, ..., 1)
         sweep = cmd.add_mutually_exclusive_group()
         _add_param(sweep, "thresholds")
@@ -284,7 +291,7 @@ def _add_param(cmd: argparse._ActionsContainer, name: str) -> None:
 
 
 #: Options passed on only where given (the others always, at their flag's default).
-IF_GIVEN = ("metrics", "storage_options", "as_of", "threads")
+IF_GIVEN = ("metrics", "storage_options", "as_of", "threads", "ci", "resamples", "seed")
 
 
 def request(args: argparse.Namespace, action: Action, *,
@@ -308,9 +315,9 @@ def request(args: argparse.Namespace, action: Action, *,
             value = option.default
         given[option.name] = value
     for name in PARAMS:
-        if action == "evaluate" or (action == "curve" and name in ("thresholds", "bins",
-                                                                  "n_bins")):
-            given[name] = getattr(args, name)
+        value = getattr(args, name, None)
+        if action in actions_of(name) and not (name in IF_GIVEN and value == PARAMS[name].default):
+            given[name] = value
     return given
 
 
@@ -382,6 +389,13 @@ def run_evaluate(args: argparse.Namespace) -> int:
     fmt = output_format(args.format, args.output)
     _check_outputs(args, args.output)
     emit(evaluate(args), fmt, args.output)
+    return 0
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    fmt = output_format(args.format, args.output)
+    _check_outputs(args, args.output)
+    emit(_noting(me.compare, list(args.inputs), **request(args, "compare")), fmt, args.output)
     return 0
 
 

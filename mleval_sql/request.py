@@ -45,8 +45,8 @@ from mleval_sql.registry import (
 )
 from mleval_sql.schema import TASKS, Columns, InputError, Task
 
-Action = Literal["evaluate", "curve", "check"]
-ACTIONS: tuple[Action, ...] = ("evaluate", "curve", "check")
+Action = Literal["evaluate", "curve", "check", "compare"]
+ACTIONS: tuple[Action, ...] = ("evaluate", "curve", "check", "compare")
 CurveKind = Literal["roc", "pr", "sweep", "reliability"]
 #: The metrics a request computes when none are named, per task.
 DEFAULT_METRICS: dict[Task, tuple[str, ...]] = {
@@ -58,8 +58,11 @@ DEFAULT_METRICS: dict[Task, tuple[str, ...]] = {
 }
 #: The decision metrics a sweep curve tabulates.
 SWEEP_METRICS = ("tp", "fp", "fn", "tn", "precision", "recall")
-#: The step of DeLong's variance of a label's ROC AUC (intervals).
-DELONG = "delong"
+#: The level of a comparison's intervals when ``ci`` is not given.
+COMPARE_LEVEL = 0.95
+#: The step of DeLong's variance of a label's ROC AUC (intervals), and of each row's placement
+#: value (a paired comparison's).
+DELONG, PLACEMENTS = "delong", "placements"
 #: The result column of an operating point's own threshold (``threshold`` is the one given).
 OPERATING_THRESHOLD = "operating_threshold"
 
@@ -88,9 +91,10 @@ class Option:
         return "--" + self.name.replace("_", "-")
 
 
-_EVALUATE: tuple[Action, ...] = ("evaluate",)
+_EVALUATE: tuple[Action, ...] = ("evaluate", "compare")
+_COMPARE: tuple[Action, ...] = ("compare",)
 #: Every option that is not a metric parameter (those are :data:`mleval_sql.params.PARAMS`,
-#: taken by ``evaluate`` and, for the sweep and bins, ``curve``).
+#: taken by ``evaluate`` and ``compare`` and, for the sweep and bins, ``curve``).
 OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("metrics", "metric names (default: accuracy, precision, recall, f1; regression: "
            "mse, rmse, mae, r2; clustering: adjusted_rand, adjusted_mutual_info, homogeneity, "
@@ -108,7 +112,14 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("drop_intermediate", CURVE_PARAMS["drop_intermediate"].help, ("curve",),
            arity="switch"),
     Option("wide", "one row per segment and label, one column per metric (and average) instead "
-           "of one row per value", _EVALUATE, statement=False, arity="switch", default=False),
+           "of one row per value", ("evaluate",), statement=False, arity="switch",
+           default=False),
+    Option("model", "the column naming the models compared (scored on the same samples)",
+           _COMPARE, statement=False, metavar="COL"),
+    Option("baseline", "the model every other model is compared with", _COMPARE,
+           statement=False, metavar="NAME"),
+    Option("against", "rest: each segment against the data outside it (instead of models)",
+           _COMPARE, statement=False, choices=("rest",)),
     Option("engine", "the engine that runs the request (default: duckdb)", statement=False,
            choices=ENGINES),  # the live table: an engine added to it is a choice
     Option("memory_limit", "the memory the engine may use, e.g. 1GB; larger inputs are "
@@ -145,6 +156,9 @@ class Request:
     as_of: int | str | datetime | None = None
     connection: Any = None
     wide: bool = False
+    model: str | None = None
+    baseline: Any = None
+    against: Literal["rest"] | None = None
 
     @classmethod
     def build(cls, action: Action, **given: Any) -> Request:
@@ -153,9 +167,9 @@ class Request:
         ``InputError`` naming the first option that is unknown, bad, or in conflict with
         another.
 
-        >>> Request.build("curve", kind="roc", beta=2.0)
+        >>> Request.build("curve", kind="roc", beta=2.0)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
-        mleval_sql.errors.InputError: beta does not apply to curve (it is an option of evaluate)
+        mleval_sql.errors.InputError: beta does not apply to curve (it is an option of ...)
         """
         if action not in ACTIONS:
             raise InputError(f"unknown action {action!r}; actions are {list(ACTIONS)}")
@@ -167,6 +181,8 @@ class Request:
             if name in OPTIONS:
                 values[name] = _CHECKS.get(name, _as_is)(value)
         values["params"] = checked(**{k: v for k, v in given.items() if k in PARAMS})
+        if action == "compare":
+            _check_comparison(values)
         if values["params"]["ci"] is None and given.keys() & {"resamples", "seed"}:
             raise InputError("resamples= and seed= are the bootstrap's: they go with ci= "
                              "(--ci 0.95)")
@@ -288,9 +304,9 @@ class Request:
 
 def _check_taken(action: Action, name: str, kind: str | None) -> None:
     """``name`` is an option of ``action`` (and of a curve of ``kind``), else an error."""
-    actions = _actions(name)
+    actions = actions_of(name)
     if not actions:
-        known = sorted(n for n in {*OPTIONS, *PARAMS} if action in _actions(n))
+        known = sorted(n for n in {*OPTIONS, *PARAMS} if action in actions_of(n))
         close = difflib.get_close_matches(name, known, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else f"; {action} takes {known}"
         raise InputError(f"unknown parameter {name!r}{hint}")
@@ -304,12 +320,30 @@ def _check_taken(action: Action, name: str, kind: str | None) -> None:
                              f"{' / '.join(kinds)})")
 
 
-def _actions(name: str) -> tuple[Action, ...]:
+def _check_comparison(values: dict[str, Any]) -> None:
+    """A comparison is of models (``model`` and ``baseline``) or of each segment against the
+    rest (``against="rest"`` with segments), with an interval (default level 0.95)."""
+    models = "model" in values or "baseline" in values
+    if values.get("against") is not None and models:
+        raise InputError("compare: give model= and baseline= (models), or against='rest' "
+                         "(segments), not both")
+    if values.get("against") is None and ("model" not in values or "baseline" not in values):
+        raise InputError("compare: give model= (the column naming the models) and baseline= "
+                         "(the model to compare with), or against='rest'")
+    if values.get("against") is not None and not values.get("by"):
+        raise InputError("compare against='rest' compares segments: name them with by=")
+    if "model" in values and values["model"] in values.get("by", ()):
+        raise InputError(f"model column {values['model']!r} is also a segment column (by=)")
+    if values["params"]["ci"] is None:
+        values["params"] = {**values["params"], "ci": COMPARE_LEVEL}
+
+
+def actions_of(name: str) -> tuple[Action, ...]:
     """The actions that take the option or parameter ``name`` (none: no such option)."""
     if name in OPTIONS:
         return OPTIONS[name].actions
     if name in PARAMS:
-        return ("evaluate", "curve") if name in _CURVE_PARAMS else ("evaluate",)
+        return (*_EVALUATE, "curve") if name in _CURVE_PARAMS else _EVALUATE
     return ()
 
 
@@ -360,7 +394,15 @@ def _texts(option: str) -> Any:
     return check
 
 
-def _choice(option: str, choices: Sequence[Any]) -> Any:
+def _column(option: str) -> Any:
+    def check(value: Any) -> str:
+        if not isinstance(value, str) or not value:
+            raise InputError(f"{option} must be a column name, got {value!r}")
+        return value
+    return check
+
+
+def _choice(option: str, choices: Collection[Any]) -> Any:
     def check(value: Any) -> Any:
         if value not in choices:
             raise InputError(f"unknown {option} {value!r}; {option}s are {list(choices)}")
@@ -411,7 +453,8 @@ _CHECKS: dict[str, Any] = {
                                                                 .choices),
     "drop_intermediate": _bool("drop_intermediate"), "wide": _bool("wide"),
     "engine": _choice("engine", ENGINES), "memory_limit": _memory,
-    "threads": _threads, "storage_options": _storage,
+    "threads": _threads, "storage_options": _storage, "model": _column("model"),
+    "against": _choice("against", ("rest",)),
 }
 
 
@@ -456,7 +499,9 @@ class Plan:
         for family in self.families.values():
             ordered.update(dict.fromkeys(family.steps(self.task)))
         if self.delong():  # DeLong's variance from the curve the AUC is read off
-            ordered.update(dict.fromkeys((*RANKING.stats[self.task], DELONG)))
+            paired = self.request.model is not None  # a comparison of models: each placement
+            ordered.update(dict.fromkeys((*RANKING.stats[self.task], DELONG,
+                                          *([PLACEMENTS] if paired else []))))
         fused: dict[str, None] = {}
         for step in ordered:  # a statistic another step's pass also gives is read off that
             instead = FUSED.get(step, (step,))

@@ -47,7 +47,8 @@ def percentile_intervals(replicated: pl.DataFrame, keys: Sequence[str], *, level
 
     >>> rows = pl.DataFrame({"metric": "f1", "replicate": range(20),
     ...                      "value": [i / 19 for i in range(20)]})
-    >>> percentile_intervals(rows, ["metric"], level=0.9, resamples=20).row(0)
+    >>> percentile_intervals(rows, ["metric"], level=0.9, resamples=20).select(
+    ...     "metric", pl.col("ci_low", "ci_high").round(12), "ci_resamples").row(0)
     ('f1', 0.05, 0.95, 20)
     """
     value = pl.col("value").filter(pl.col("value").is_not_null() & pl.col("value").is_not_nan())

@@ -1,0 +1,313 @@
+"""Intervals: the bootstrap's percentiles equal the oracle's on the same replicate weights (the
+hash written again here, from its definition), and do not move with the engine, the order of
+the rows or the files they are read from; DeLong's interval is the variance of the placement
+values (tests/test_delong.py checks the variance itself); 95% intervals of many synthetic data
+sets of a known model cover its true values about 95% of the time."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import stats
+
+import mleval_sql as me
+from mleval_sql.request import Request
+from tests.data import make_predictions
+from tests.helpers import close
+from tests.oracle import expected
+from tests.test_metrics import DEFAULT_PARAMS
+
+M = 2**32
+
+
+def mix(x: np.ndarray) -> np.ndarray:
+    """Mueller's 32-bit hash, as queries/replicates.sql defines it."""
+    for last in (False, False, True):
+        x = x ^ (x >> 16)
+        if not last:
+            x = (x * 73244475) % M
+    return x
+
+
+def draws(samples: pl.Series, replicate: int, seed: int) -> dict[object, int]:
+    """Each sample's Poisson(1) draw in ``replicate``: its rank among the distinct samples,
+    hashed with the replicate and the seed, through Poisson(1)'s inverse CDF."""
+    distinct = sorted(samples.unique().to_list())
+    ids = np.arange(len(distinct), dtype=np.uint64)
+    k = mix(np.array([(replicate * 668265261 + seed % M * 374761393) % M], dtype=np.uint64))
+    u = (mix((ids % M) ^ k).astype(np.float64) + 0.5) / M
+    drawn = (u[:, None] >= stats.poisson.cdf(np.arange(12), 1)[None, :]).sum(axis=1)
+    return dict(zip(distinct, drawn.tolist(), strict=True))
+
+
+def oracle_intervals(frame: pl.DataFrame, task: str, metric: str, averages: tuple[str, ...],
+                     by: list[str], *, level: float, resamples: int, seed: int) -> pl.DataFrame:
+    """The bootstrap interval of every row of ``metric`` from the oracle: the metric on each
+    replicate's weights, then numpy's percentiles of the defined values."""
+    keys = [*by, "metric", "average", "label", "predicted"]
+    replicates = []
+    for r in range(resamples):
+        drawn = draws(frame["sample"], r, seed)
+        weighed = frame.with_columns(pl.col("weight") * pl.col("sample").replace_strict(
+            drawn, return_dtype=pl.Float64))
+        replicates.append(expected(weighed, task, metric, averages, by, DEFAULT_PARAMS)
+                          .with_columns(replicate=pl.lit(r)))
+    rows = pl.concat(replicates).with_columns(pl.col("value").fill_nan(None))
+    out = []
+    for key, part in rows.group_by(keys, maintain_order=True):
+        values = part["value"].drop_nulls().to_numpy()
+        defined = len(values)
+        enough = defined >= math.ceil(level * resamples - 1e-9)
+        low, high = ((np.percentile(values, 100 * (1 - level) / 2),
+                      np.percentile(values, 100 * (1 + level) / 2)) if enough else (None, None))
+        out.append((*key, low, high, defined))
+    return pl.DataFrame(out, orient="row", schema=[*keys, "ci_low", "ci_high", "ci_resamples"],
+                        strict=False)
+
+
+CASES = [("multilabel", "f1", ("none", "macro", "micro")),
+         ("multilabel", "average_precision", ("none", "macro")),
+         ("multilabel", "subset_accuracy", ()),
+         ("binary", "precision", ("none",)),
+         ("multiclass", "accuracy", ()),
+         ("multiclass", "log_loss", ()),
+         ("regression", "r2", ("none", "macro"))]
+
+
+@pytest.mark.parametrize(("task", "metric", "averages"), CASES)
+def test_bootstrap_intervals_are_the_oracles_percentiles(engine, task, metric, averages):
+    frame = make_predictions(task, seed=11, n_samples=40)
+    options = {"by": ["region"], "task": task, "ci": 0.9, "resamples": 20, "seed": 5}
+    got = me.evaluate(frame, metric, average=list(averages) or None, engine=engine, **options)
+    want = oracle_intervals(frame, task, metric, averages or ("none",), ["region"], level=0.9,
+                            resamples=20, seed=5)
+    keys = ["region", "metric", "average", "label"]
+    want = want.drop("predicted").with_columns(pl.col(k).cast(got.schema[k]) for k in keys)
+    joined = got.join(want, on=keys, how="full", nulls_equal=True, coalesce=True)
+    assert joined.height == got.height == want.height
+    assert set(got["ci_method"]) == {"bootstrap"}
+    for row in joined.iter_rows(named=True):
+        assert row["ci_resamples"] == row["ci_resamples_right"], row
+        for c in ("ci_low", "ci_high"):
+            assert close(row[c], row[f"{c}_right"], rel=1e-9, abs_=1e-12), (c, row)
+    assert joined["ci_low"].null_count() < joined.height  # intervals, not only nulls
+
+
+@pytest.mark.filterwarnings("ignore:polars cannot hold to memory_limit")
+def test_intervals_do_not_move_with_engine_order_or_files(tmp_path):
+    frame = make_predictions("multilabel", seed=3, n_samples=60)
+    metrics = ["f1", "average_precision", "hamming_loss"]
+    options = {"by": "region", "average": ["none", "macro"], "ci": 0.95, "resamples": 30,
+               "seed": 9}
+    want = me.evaluate(frame, metrics, engine="duckdb", **options)
+    shuffled = frame.sample(fraction=1.0, shuffle=True, seed=1)
+    for part, rows in enumerate(np.array_split(np.arange(shuffled.height), 3)):
+        shuffled[rows].write_parquet(tmp_path / f"part-{part}.parquet")
+    runs = {"polars": me.evaluate(frame, metrics, engine="polars", **options),
+            "shuffled": me.evaluate(shuffled, metrics, **options),
+            "three files": me.evaluate(tmp_path, metrics, **options),
+            # batches of segments and chunks of replicates (a budget of 4,000 rows a batch)
+            "memory budget": me.evaluate(frame, metrics, engine="polars", memory_limit="1MB",
+                                         **options)}
+    for name, got in runs.items():
+        assert got.select(pl.exclude("value", "ci_low", "ci_high")).equals(
+            want.select(pl.exclude("value", "ci_low", "ci_high"))), name
+        for c in ("value", "ci_low", "ci_high"):
+            assert all(close(a, b, rel=1e-12) for a, b in zip(got[c], want[c], strict=True)), \
+                (name, c)
+    other = me.evaluate(frame, metrics, **{**options, "seed": 10})
+    assert not other["ci_low"].equals(want["ci_low"])  # the seed is what draws them
+
+
+def test_a_value_undefined_in_too_many_replicates_has_no_interval():
+    # one positive among 12 samples: a replicate drops it about a third of the time, and
+    # recall is then undefined
+    frame = pl.DataFrame({"sample": range(12), "score": np.linspace(0, 1, 12),
+                          "truth": [i == 11 for i in range(12)]})
+    got = me.evaluate(frame, ["recall", "accuracy"], ci=0.95, resamples=50, seed=1)
+    recall = got.filter(metric="recall").row(0, named=True)
+    assert recall["ci_resamples"] < 48 and recall["ci_low"] is None
+    assert got.filter(metric="accuracy")["ci_resamples"].item() == 50
+
+
+@pytest.mark.parametrize(("given", "message"), [
+    ({"ci": 1.0}, r"ci must be a finite number in \(0, 1\)"),
+    ({"resamples": 50}, "resamples= and seed= are the bootstrap's: they go with ci="),
+    ({"ci": 0.9, "resamples": 5}, "resamples must be a finite whole number >= 10"),
+])
+def test_bad_interval_options_are_named(given, message):
+    with pytest.raises(me.InputError, match=message):
+        Request.build("evaluate", **given)
+
+
+def test_curves_and_clustering_take_no_interval():
+    with pytest.raises(me.InputError, match="ci does not apply to curve"):
+        Request.build("curve", ci=0.95)
+    clusters = pl.DataFrame({"sample": [1, 2, 3], "truth": [0, 1, 1], "cluster": [1, 1, 0]})
+    with pytest.raises(me.InputError, match="no intervals for clustering"):
+        me.evaluate(clusters, "adjusted_rand", ci=0.95)
+
+
+# -- comparisons --------------------------------------------------------------------------------
+
+def two_models(seed: int, n: int = 80) -> pl.DataFrame:
+    """Models a and b scoring the same samples (ties on a grid, weights with zeros), two
+    regions; b's scores carry more of the truth."""
+    rng = np.random.default_rng(seed)
+    truth = rng.random(n) < 0.4
+    weight = rng.choice([0.0, 1.0, 1.0, 2.5], n)
+    region = rng.choice(["eu", "us"], n)
+    frames = [pl.DataFrame({"sample": [f"s{i:03d}" for i in range(n)],
+                            "score": np.round(np.clip(rng.normal(0.5, 0.25, n) + skill * truth,
+                                                      0, 1) * 10) / 10,
+                            "truth": truth, "weight": weight, "region": region, "model": m})
+              for m, skill in (("a", 0.1), ("b", 0.3))]
+    return pl.concat(frames)
+
+
+def placements(truth: np.ndarray, score: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """Each row's placement from every (positive, negative) pair (ties one half)."""
+    psi = (score[:, None] > score[None, :]) + 0.5 * (score[:, None] == score[None, :])
+    pos, neg = weight * truth, weight * ~truth
+    return np.where(truth, psi @ neg / neg.sum(), (pos @ psi) / pos.sum())
+
+
+def paired_delong(part: pl.DataFrame, level: float) -> tuple[float, float, float, float]:
+    """The difference of b's AUC over a's, its interval and p-value, from the placements'
+    covariance computed directly."""
+    a, b = (part.filter(model=m).sort("sample") for m in ("a", "b"))
+    truth, weight = a["truth"].to_numpy(), a["weight"].to_numpy()
+    va = placements(truth, a["score"].to_numpy(), weight)
+    vb = placements(truth, b["score"].to_numpy(), weight)
+    variance, aucs = 0.0, []
+    for side in (truth, ~truth):
+        w, total = weight[side], weight[side].sum()
+        da, db = va[side] - (w @ va[side]) / total, vb[side] - (w @ vb[side]) / total
+        variance += (w @ (db - da) ** 2) / (total - 1) / total
+        aucs.append((w @ vb[side] - w @ va[side]) / total)
+    difference, se = aucs[0], math.sqrt(variance)
+    z = stats.norm.ppf(1 - (1 - level) / 2)
+    return difference, difference - z * se, difference + z * se, 2 * stats.norm.sf(
+        abs(difference) / se)
+
+
+def test_paired_delong_is_the_placements_covariance(engine):
+    frame = two_models(4)
+    got = me.compare(frame, "roc_auc", model="model", baseline="a", by="region", engine=engine,
+                     ci=0.9)
+    assert got["ci_method"].to_list() == ["delong", "delong"]
+    for row in got.iter_rows(named=True):
+        want = paired_delong(frame.filter(region=row["region"]), 0.9)
+        assert close(row["value"], want[0], rel=1e-9), row
+        for got_value, wanted in zip((row["ci_low"], row["ci_high"], row["p_value"]), want[1:],
+                                     strict=True):
+            assert close(got_value, wanted, rel=1e-9, abs_=1e-12), row
+
+
+def test_paired_bootstrap_is_the_oracles(engine):
+    frame = two_models(5).rename({"weight": "w"}).with_columns(weight=pl.col("w")).drop("w")
+    frame = frame.with_columns(label=pl.lit("y"))
+    options = {"by": ["region"], "task": "binary", "ci": 0.9, "resamples": 20, "seed": 2}
+    got = me.compare(frame, ["f1", "accuracy"], model="model", baseline="a", engine=engine,
+                     **{k: v for k, v in options.items() if k != "by"}, by="region")
+    for metric in ("f1",):
+        rows = {}
+        for r in range(20):
+            drawn = draws(frame["sample"], r, 2)
+            weighed = frame.with_columns(pl.col("weight") * pl.col("sample").replace_strict(
+                drawn, return_dtype=pl.Float64))
+            values = {m: expected(weighed.filter(model=m), "binary", metric, ("none",),
+                                  ["region"], DEFAULT_PARAMS) for m in ("a", "b")}
+            joined = values["b"].join(values["a"], on=["region", "label"], suffix="_a")
+            for region, value, base in joined.select("region", "value", "value_a").rows():
+                rows.setdefault(region, []).append(value - base)
+        for region, differences in rows.items():
+            d = np.array(differences)
+            row = got.filter(region=region, metric=metric).row(0, named=True)
+            assert close(row["ci_low"], np.percentile(d, 5), rel=1e-9)
+            assert close(row["ci_high"], np.percentile(d, 95), rel=1e-9)
+            p = min(1.0, 2 * min(((d <= 0).sum() + 1) / 21, ((d >= 0).sum() + 1) / 21))
+            assert close(row["p_value"], p), (row, p)
+
+
+def test_a_segment_against_the_rest():
+    frame = two_models(6).filter(model="a").drop("model")
+    got = me.compare(frame, ["roc_auc", "accuracy"], against="rest", by="region",
+                     task="binary", resamples=50)
+    assert got.columns[:2] == ["region", "metric"]
+    for row in got.filter(metric="roc_auc").iter_rows(named=True):
+        inside = frame.filter(region=row["region"])
+        outside = frame.filter(pl.col("region") != row["region"])
+        aucs = [me.evaluate(part, "roc_auc", ci=0.95).row(0, named=True)
+                for part in (inside, outside)]
+        assert close(row["value"], aucs[0]["value"] - aucs[1]["value"], rel=1e-12)
+        se = [(a["ci_high"] - a["ci_low"]) / 2 for a in aucs]  # unclipped here
+        half = (row["ci_high"] - row["ci_low"]) / 2
+        assert close(half, math.hypot(*se), rel=1e-9)
+    assert set(got.filter(metric="accuracy")["ci_method"]) == {"bootstrap"}
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda f: f.filter(~((pl.col("model") == "b") & (pl.col("sample") == "s007"))),
+     "sample 's007' is scored by 1 of the 2 models in column 'model'"),
+    (lambda f: f.with_columns(truth=pl.when((pl.col("model") == "b")
+                                            & (pl.col("sample") == "s003"))
+                              .then(~pl.col("truth")).otherwise(pl.col("truth"))),
+     "sample 's003' has another truth under model 'b'"),
+])
+def test_a_comparison_needs_the_same_samples(change, message):
+    with pytest.raises(me.InputError, match=message):
+        me.compare(change(two_models(7)), "roc_auc", model="model", baseline="a")
+
+
+def test_comparison_options_are_named():
+    frame = two_models(8)
+    with pytest.raises(me.InputError, match="baseline 'c' is not a model of column 'model'"):
+        me.compare(frame, "f1", model="model", baseline="c", resamples=20)
+    with pytest.raises(me.InputError, match=r"give model= \(the column naming the models\)"):
+        me.compare(frame, "f1", model="model")
+    with pytest.raises(me.InputError, match="not both"):
+        me.compare(frame, "f1", model="model", baseline="a", against="rest", by="region")
+    with pytest.raises(me.InputError, match="compares segments: name them with by="):
+        me.compare(frame, "f1", against="rest")
+
+
+# -- coverage ------------------------------------------------------------------------------------
+
+#: 200 data sets of a known binormal model: negatives' scores N(0, 1), positives' N(MU, 1),
+#: prevalence PI, 300 samples each, scores as probabilities through the logistic function
+MU, PI, N_SETS, N_SAMPLES = 1.0, 0.4, 200, 300
+
+
+def _truths() -> dict[str, float]:
+    """The model's true AUC, F1 at 0.5 (the population's counts) and log loss."""
+    tpr, fpr = stats.norm.sf(-MU), 0.5  # score >= 0.5: x >= 0
+    f1 = 2 * PI * tpr / (2 * PI * tpr + (1 - PI) * fpr + PI * (1 - tpr))
+    nodes, weights = np.polynomial.hermite_e.hermegauss(80)
+    weights = weights / weights.sum()
+    def loss(x: np.ndarray) -> np.ndarray:  # -log(sigmoid(x)), stably
+        return np.logaddexp(0, -x)
+    log_loss = PI * weights @ loss(nodes + MU) + (1 - PI) * weights @ loss(-nodes)
+    return {"roc_auc": stats.norm.cdf(MU / math.sqrt(2)), "f1": f1, "log_loss": log_loss}
+
+
+def test_intervals_cover_the_true_values_about_95_percent_of_the_time(engine):
+    rng = np.random.default_rng(20261125)
+    truth = rng.random((N_SETS, N_SAMPLES)) < PI
+    x = rng.normal(size=(N_SETS, N_SAMPLES)) + MU * truth
+    frame = pl.DataFrame({"dataset": np.repeat(np.arange(N_SETS), N_SAMPLES),
+                          "sample": np.tile(np.arange(N_SAMPLES), N_SETS),
+                          "score": 1 / (1 + np.exp(-x.ravel())), "truth": truth.ravel()})
+    got = me.evaluate(frame, ["roc_auc", "f1", "log_loss"], by="dataset", ci=0.95,
+                      engine=engine)
+    for metric, true in _truths().items():
+        true = float(true)
+        rows = got.filter(metric=metric)
+        assert rows.height == N_SETS and rows["ci_low"].null_count() == 0
+        covered = ((rows["ci_low"] <= true) & (true <= rows["ci_high"])).sum()
+        # 95% of 200 is 190; a binomial(200, 0.95) count lies in [180, 198] with
+        # probability 0.9995
+        assert 180 <= covered <= 198, (metric, covered)
