@@ -15,43 +15,62 @@
 -- Gives:  predictions(sample, label, score, truth, weight, segment), segment = {segment,
 --         replicate}, weight = weight * draw
 WITH keys AS (
-    SELECT replicate, (replicate * 668265261 + CAST($seed AS BIGINT) % 4294967296 * 374761393)
-                      % 4294967296 AS x0
+    SELECT replicate, (CAST(replicate AS BIGINT) * 668265261
+                       + CAST($seed AS BIGINT) % 4294967296 * 374761393) % 4294967296 AS x
     FROM (SELECT unnest(CAST($replicates AS BIGINT[])) AS replicate) AS listed
 ),
-keys1 AS (
-    SELECT replicate, xor(x0, CAST(floor(x0 / 65536.0) AS BIGINT)) * 73244475 % 4294967296 AS x
-    FROM keys
+-- each xor in a column of its own: in other dialects it binds more loosely than arithmetic
+keys_x1 AS (
+    SELECT replicate, xor(x, CAST(floor(x / 65536.0) AS BIGINT)) AS y FROM keys
 ),
-keys2 AS (
-    SELECT replicate, xor(x, CAST(floor(x / 65536.0) AS BIGINT)) * 73244475 % 4294967296 AS x
-    FROM keys1
+keys_m1 AS (
+    SELECT replicate, y * 73244475 % 4294967296 AS x FROM keys_x1
+),
+keys_x2 AS (
+    SELECT replicate, xor(x, CAST(floor(x / 65536.0) AS BIGINT)) AS y FROM keys_m1
+),
+keys_m2 AS (
+    SELECT replicate, y * 73244475 % 4294967296 AS x FROM keys_x2
 ),
 replicate_keys AS (
-    SELECT replicate, xor(x, CAST(floor(x / 65536.0) AS BIGINT)) AS k
-    FROM keys2
+    SELECT replicate, xor(x, CAST(floor(x / 65536.0) AS BIGINT)) AS k FROM keys_m2
 ),
 crossed AS (
     SELECT p.sample, p.label, p.score, p.truth, p.weight, p.segment, r.replicate,
-           xor(ids.id % 4294967296, r.k) AS x0
+           xor(ids.id % 4294967296, r.k) AS x
     FROM predictions AS p
     JOIN sample_ids AS ids ON p.sample = ids.sample
     CROSS JOIN replicate_keys AS r
 ),
-mixed1 AS (
+mixed_x1 AS (
     SELECT sample, label, score, truth, weight, segment, replicate,
-           xor(x0, CAST(floor(x0 / 65536.0) AS BIGINT)) * 73244475 % 4294967296 AS x
+           xor(x, CAST(floor(x / 65536.0) AS BIGINT)) AS y
     FROM crossed
 ),
-mixed2 AS (
+mixed_m1 AS (
     SELECT sample, label, score, truth, weight, segment, replicate,
-           xor(x, CAST(floor(x / 65536.0) AS BIGINT)) * 73244475 % 4294967296 AS x
-    FROM mixed1
+           y * 73244475 % 4294967296 AS x
+    FROM mixed_x1
+),
+mixed_x2 AS (
+    SELECT sample, label, score, truth, weight, segment, replicate,
+           xor(x, CAST(floor(x / 65536.0) AS BIGINT)) AS y
+    FROM mixed_m1
+),
+mixed_m2 AS (
+    SELECT sample, label, score, truth, weight, segment, replicate,
+           y * 73244475 % 4294967296 AS x
+    FROM mixed_x2
+),
+hashed AS (
+    SELECT sample, label, score, truth, weight, segment, replicate,
+           xor(x, CAST(floor(x / 65536.0) AS BIGINT)) AS h
+    FROM mixed_m2
 ),
 drawn AS (
     SELECT sample, label, score, truth, weight, segment, replicate,
-           (xor(x, CAST(floor(x / 65536.0) AS BIGINT)) + 0.5) / 4294967296.0 AS u
-    FROM mixed2
+           (h + 0.5) / 4294967296.0 AS u
+    FROM hashed
 )
 SELECT
     sample,

@@ -111,7 +111,7 @@ def test_curves_sweeps_and_checks(database: tuple[str, Any]) -> None:
 def test_every_step_renders_for_every_dialect() -> None:
     """Each step either renders and parses back in every dialect, or fails naming why."""
     params = {**DEFAULTS, "thresholds": [0.25, 0.5], "micro": True, "drop_intermediate": True,
-              "adjusted": True}
+              "adjusted": True, "replicates": [0, 1]}
     failed = []
     for dialect in (*dialects.RUN, *dialects.RENDERED):
         for step in STEPS:

@@ -311,3 +311,30 @@ def test_intervals_cover_the_true_values_about_95_percent_of_the_time(engine):
         # 95% of 200 is 190; a binomial(200, 0.95) count lies in [180, 198] with
         # probability 0.9995
         assert 180 <= covered <= 198, (metric, covered)
+
+
+def test_intervals_are_the_same_in_postgres_and_on_spark(pg_connection, spark):
+    """The bootstrap's steps rendered for PostgreSQL and Spark draw the same weights (the hash
+    is integer arithmetic every dialect computes alike), and DeLong's step runs there too."""
+    from tests.test_portable import load
+
+    frame = make_predictions("multilabel", seed=2, n_samples=30)
+    metrics = ["f1", "roc_auc", "average_precision"]
+    options = {"by": "region", "average": ["none", "macro"], "ci": 0.9, "resamples": 12,
+               "seed": 3, "task": "multilabel"}
+    want = me.evaluate(frame, metrics, **options)
+    load("postgres", pg_connection, "boot_input", frame)
+    load("spark", spark, "boot_input", frame)
+    runs = {"postgres": me.evaluate("boot_input", metrics, engine="sql",
+                                    connection=pg_connection, **options),
+            "spark sql": me.evaluate("boot_input", metrics, engine="sql", connection=spark,
+                                     **options),
+            "spark": me.evaluate(frame, metrics, engine="spark", **options)}
+    keys = ["region", "metric", "average", "label"]
+    for name, got in runs.items():
+        joined = got.join(want, on=keys, how="full", nulls_equal=True, coalesce=True)
+        assert joined.height == want.height == got.height, name
+        assert (joined["ci_method"] == joined["ci_method_right"]).all(), name
+        for c in ("ci_low", "ci_high"):
+            assert all(close(a, b, rel=1e-9, abs_=1e-12)
+                       for a, b in zip(joined[c], joined[f"{c}_right"], strict=True)), (name, c)

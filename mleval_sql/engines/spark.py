@@ -57,7 +57,6 @@ from mleval_sql import dialects
 from mleval_sql.engines.sql import Database, DatabaseTable, SQLEngine, plain_numbers
 from mleval_sql.errors import InputError
 from mleval_sql.lakes import Lake
-from mleval_sql.registry import RELATIONS
 from mleval_sql.schema import Columns
 from mleval_sql.sources import Parquet, as_source
 
@@ -230,8 +229,10 @@ class SparkEngine(SQLEngine):
                  clustering: bool = False) -> None:
         self.spark, self.input_view = source.database.connection, source.name
         self.created: list[tuple[str, str]] = []
+        self.aliases: dict[str, str] = {}
+        self.runs = 0
         self.persisted: list[Any] = []
-        self.groups: dict[tuple[str, ...], Any] = {}  # _group_ids
+        self.groups: dict[tuple[str, ...], Any] = {}  # _group_ids, by relation and group
         # the settings the engine runs under; the user's are put back by close()
         self.restore: dict[str, str | None] = {}
         # the files' arithmetic is DuckDB's: x / 0 is NULL (inside CASE and aggregates too),
@@ -379,14 +380,20 @@ class SparkEngine(SQLEngine):
         source), else the predictions' distinct groups."""
         from pyspark.sql import functions as F
 
-        if tuple(group) not in self.groups:
-            checked = f"{self.prefix}validate_summary_segment_labels"
-            table = self.spark.table(checked) if ("VIEW", checked) in self.created else \
-                self.spark.table(self.prefix + "predictions")
-            numbered = (table.select(*group).distinct()
-                        .withColumn("gid", F.monotonically_increasing_id()))
-            self.groups[tuple(group)] = self._persist("group ids", None, numbered)
-        return self.groups[tuple(group)]
+        checked = f"{self.prefix}validate_summary_segment_labels"
+        if ("VIEW", checked) in self.created and set(group) <= set(
+                self.spark.table(checked).columns):
+            source = checked
+        else:  # the predictions this run reads (a bootstrap's: their replicates)
+            source = self._names()["predictions"]
+        # a bootstrap's replicated predictions are made anew for each chunk of replicates
+        key = (source, *group, str(self.runs) if source != checked else "")
+        if key not in self.groups:
+            # aliased: columns of their own, apart from the rows they are joined back to
+            numbered = (self.spark.table(source).select(*(F.col(c).alias(c) for c in group))
+                        .distinct().withColumn("gid", F.monotonically_increasing_id()))
+            self.groups[key] = self._persist("group ids", None, numbered)
+        return self.groups[key]
 
     @contextlib.contextmanager
     def _python_workers(self) -> Iterator[None]:
@@ -415,7 +422,7 @@ class SparkEngine(SQLEngine):
             if small:
                 select.set("hint", exp.Hint(expressions=[exp.Anonymous(
                     this="BROADCAST", expressions=[exp.to_identifier(n) for n in small])]))
-        names = {rel: self.prefix + rel for rel in RELATIONS}
+        names = self._names()
         return exp.replace_tables(tree, names)
 
     def _frame(self, step: str, tree: exp.Select) -> Any:

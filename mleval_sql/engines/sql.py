@@ -186,6 +186,8 @@ class SQLEngine(BaseEngine):
         self.keys = dialects.segment_keys(self.by)
         self.prefix = f"mleval_{uuid.uuid4().hex[:8]}_"
         self.created: list[tuple[str, str]] = []
+        self.aliases: dict[str, str] = {}  # a relation of this run read under another name
+        self.runs = 0  # the runs of steps so far (a bootstrap: one per chunk of replicates)
         self.types = source.schema()
         self.columns, self.weight = columns, weight
         self._create("VIEW", "predictions", self._canonical(truth="number"))
@@ -207,6 +209,7 @@ class SQLEngine(BaseEngine):
                  numeric_truth: bool, keep: Keep) -> dict[str, pl.DataFrame]:
         """Run ``steps`` in the database; ``keep`` (the rows a request keeps) is left to the
         caller's tidying here: a database table holds few segments per request."""
+        self.runs += 1
         if not numeric_truth:
             self._create("VIEW", "predictions", self._canonical(truth="bool"))
         keys: dict[str, list[str]] = {"predictions": self.keys}
@@ -219,9 +222,12 @@ class SQLEngine(BaseEngine):
                     self._statistic(name, AVERAGING.reads[0], params, reads)
                 out[name] = self._final(AVERAGING.name if step.averaged else name, params,
                                         reads)
-            else:
-                self._statistic(name, step.gives, params, reads)
+            else:  # a step that gives a relation it reads (replicates) shadows it
+                target = step.gives if step.gives not in step.reads else f"{step.gives}_{name}"
+                self._statistic(name, target, params, reads)
+                self.aliases[step.gives] = target
                 keys[step.gives] = dialects.grown_keys(name, reads)
+        self.aliases.clear()
         return out
 
     def _final(self, step: str, params: dict[str, object], keys: Sequence[str]) -> pl.DataFrame:
@@ -247,13 +253,18 @@ class SQLEngine(BaseEngine):
 
     def _sql(self, step: str, params: dict[str, object], keys: Sequence[str]) -> str:
         tree = dialects.step_tree(step, self.dialect, params, keys)
-        names = {rel: self.prefix + rel for rel in RELATIONS}
+        names = self._names()
         first, tree = self.db.ctes_apart(tree)
         for alias, body in first:
             self._create("TABLE", f"{step}__{alias}", dialects.render(
                 _renamed(body, names), self.dialect, pretty=False, what=step))
             names[alias] = f"{self.prefix}{step}__{alias}"
         return dialects.render(_renamed(tree, names), self.dialect, pretty=False, what=step)
+
+    def _names(self) -> dict[str, str]:
+        """Every relation of the run by its name in the database (a shadowed one: its
+        successor's)."""
+        return {rel: self.prefix + self.aliases.get(rel, rel) for rel in RELATIONS}
 
     def _fetch(self, step: str, params: dict[str, object], keys: Sequence[str]) -> pl.DataFrame:
         try:

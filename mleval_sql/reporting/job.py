@@ -89,13 +89,16 @@ class Rule:
     value: float
     average: str | None = None  # None: the first of the job's averages the metric has
     label: str | None = None
+    significant: bool = False  # fires only where the test rejects "no change" (FDR controlled)
 
     def describe(self) -> str:
         what = self.metric + (f" ({self.average})" if self.average else "") + (
             f" [{self.label}]" if self.label else "")
         if self.condition in ("drop", "rise"):
-            return f"{what} {self.condition}s by more than {self.value:g} against the baseline"
-        return f"{what} {self.condition} {self.value:g}"
+            text = f"{what} {self.condition}s by more than {self.value:g} against the baseline"
+        else:
+            text = f"{what} {self.condition} {self.value:g}"
+        return text + (", significantly" if self.significant else "")
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,7 @@ class Job:
     rules: list[Rule] = field(default_factory=list)
     min_samples: int = 0
     min_weight: float = 0.0
+    fdr: float = 0.05  # the false discovery rate of the significant rules' tests
     file: Path | None = None
 
     @property
@@ -142,7 +146,8 @@ class Job:
         options = {"by": list(by), "columns": dict(source.columns), "task": self.task,
                    "engine": self.engine, "memory_limit": self.memory_limit,
                    "threads": threads, "storage_options": source.storage_options,
-                   "as_of": source.as_of, **(self.options if action == "evaluate" else {})}
+                   "as_of": source.as_of,
+                   **(self.options if action in ("evaluate", "compare") else {})}
         return Request.build(action, **{**options, **more})
 
     @classmethod
@@ -222,7 +227,10 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
                 PARAMS[name].default, *PARAMS[name].choices) else value
     for name, value in given.items():  # each checked as evaluate checks it, named by its key
         try:
-            Request.build("evaluate", metrics=metrics, **{name: value})
+            if name in PARAMS:
+                PARAMS[name].check(value)
+            else:
+                Request.build("evaluate", metrics=metrics, **{name: value})
         except InputError as error:
             raise JobError(f"{name}: {error}") from None
     try:
@@ -265,7 +273,10 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
     alerts = _Table(top.get("alerts", dict, default={}), "alerts")
     min_samples = alerts.get("min_samples", int, default=0)
     min_weight = float(alerts.get("min_weight", (int, float), default=0))
-    rules = [_rule(r, f"alerts.rules[{i}]", metrics, baseline)
+    fdr = float(alerts.get("fdr", (int, float), default=0.05))
+    if not 0 < fdr < 1:
+        raise JobError(f"alerts.fdr: expected a false discovery rate in (0, 1), got {fdr!r}")
+    rules = [_rule(r, f"alerts.rules[{i}]", metrics, baseline, options["ci"])
              for i, r in enumerate(alerts.get("rules", list, default=[]))]
     alerts.done()
     job = Job(sources=sources, metrics=metrics, segmentations=segmentations,
@@ -274,7 +285,7 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
               average=list(dict.fromkeys(average)), options=options, curves=kinds,
               sweep_bins=sweep_bins, rank_by=rank_by, top=top_n, max_labels=max_labels,
               baseline=baseline, rules=rules, min_samples=min_samples, min_weight=min_weight,
-              file=file)
+              fdr=fdr, file=file)
     top.done()
     return job
 
@@ -317,7 +328,8 @@ def _source(data: Any, key: str, base: Path, shared: Mapping[str, str]) -> Sourc
                   as_of)
 
 
-def _rule(data: Any, key: str, metrics: list[str], baseline: Baseline | None) -> Rule:
+def _rule(data: Any, key: str, metrics: list[str], baseline: Baseline | None,
+          ci: float | None) -> Rule:
     if not isinstance(data, dict):
         raise JobError(f"{key}: expected a table ([[alerts.rules]]), got {data!r}")
     table = _Table(data, key)
@@ -341,9 +353,13 @@ def _rule(data: Any, key: str, metrics: list[str], baseline: Baseline | None) ->
     if average is not None and average not in AVERAGES:
         raise JobError(f"{key}.average: expected one of {list(AVERAGES)}, got {average!r}")
     label = table.get("label", (str, int), default=None)
+    significant = table.get("significant", bool, default=False)
     table.done()
+    if significant and ci is None:
+        raise JobError(f"{key}.significant: a test needs intervals; set ci = 0.95 (a level) at "
+                       "the job's top level")
     return Rule(key, metric, condition, float(value), average,
-                None if label is None else str(label))
+                None if label is None else str(label), significant)
 
 
 class _Table:

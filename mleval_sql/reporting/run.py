@@ -12,6 +12,7 @@ null.
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -21,6 +22,7 @@ from typing import Any
 
 import polars as pl
 
+from mleval_sql import uncertainty
 from mleval_sql.api import Outcome
 from mleval_sql.api import run as run_request
 from mleval_sql.registry import METRICS
@@ -62,6 +64,7 @@ class Result:
     curves: dict[str, pl.DataFrame]
     alerts: pl.DataFrame
     inputs: list[dict[str, Any]]
+    tests: int = 0  # how many tests the significant rules made (their FDR is controlled)
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -124,12 +127,27 @@ def run(job: Job, progress: Progress | None = None) -> Result:
     size_table = _sorted(size_table, job, order)
     metrics = _sorted(_named(pl.concat(frames, how="diagonal_relaxed"), job), job, order)
     metrics = _with_baseline(metrics, job)
-    alerts = _alerts(metrics, size_table, job, order)
+    paired = [p.paired(_metrics(job, task), task, metrics) for p in prepared
+              if _tests_models(job)]
+    if any(p is not None for p in paired):
+        found = _named(pl.concat([p for p in paired if p is not None], how="diagonal_relaxed"),
+                       job)
+        keys = [MODEL, SEGMENTATION, SEGMENT, "metric", "average", "label"]
+        metrics = metrics.join(found.select(*keys, "paired_p").with_columns(
+            pl.col(k).cast(metrics.schema[k]) for k in keys), on=keys, how="left",
+            nulls_equal=True, maintain_order="left")
+    alerts, tests = _alerts(metrics, size_table, job, order)
     curve_tables = {k: _sorted(_named(pl.concat(v, how="diagonal_relaxed"), job), job, order)
                     for k, v in curves.items() if v}
-    result = Result(job, task, metrics, size_table, curve_tables, alerts, inputs)
+    result = Result(job, task, metrics, size_table, curve_tables, alerts, inputs, tests=tests)
     result.timings = progress.timings
     return result
+
+
+def _tests_models(job: Job) -> bool:
+    """Whether a significant rule compares models with the baseline model: paired tests."""
+    return job.baseline is not None and job.baseline.model is not None and any(
+        r.significant and r.condition in ("drop", "rise") for r in job.rules)
 
 
 def _metrics(job: Job, task: str) -> list[str]:
@@ -235,6 +253,31 @@ class _Prepared:
         extra = {"n_bins": self.job.options["n_bins"]} if kind == "reliability" else {}
         return self._tables("curve", kind=kind, task=task, **extra)
 
+    def paired(self, metrics: list[str], task: str,
+               table: pl.DataFrame) -> pl.DataFrame | None:
+        """The paired p-value (``paired_p``) of every model of this source against the
+        baseline model, per segment: DeLong's for a label's ROC AUC, the paired bootstrap's
+        for the others. None where this source does not hold the baseline model."""
+        from mleval_sql.comparison import compare
+
+        base = self.job.baseline
+        assert base is not None
+        if self.source.model_column is None or base.model not in set(
+                table.filter(pl.col(SEGMENTATION) == OVERALL)[MODEL]) or base.model not in set(
+                self.src.polars().select(pl.col(self.source.model_column).cast(pl.String)
+                                         .unique()).collect().to_series()):
+            return None
+        frames = []
+        for segmentation in self.job.segmentations:
+            request = self.job.request(
+                "compare", self.source, segmentation.columns, metrics=metrics, task=task,
+                average=_averages(self.job, metrics), model=self.source.model_column,
+                baseline=base.model)
+            with self._naming():
+                rows = compare(request, self.src)
+            frames.append(self._keyed(rows.rename({"p_value": "paired_p"}), segmentation))
+        return self._grid(frames)
+
     def describe(self, sizes: pl.DataFrame) -> dict[str, Any]:
         overall = sizes.filter(pl.col(SEGMENTATION) == OVERALL)
         return {"source": self.source.key, "paths": list(self.source.paths),
@@ -312,13 +355,15 @@ def _with_baseline(metrics: pl.DataFrame, job: Job) -> pl.DataFrame:
     keys = [k for k in METRIC_KEYS if k in metrics.columns and k in reference.columns]
     if base.model is None:
         keys.insert(0, MODEL)
-    reference = reference.select(*keys, baseline=pl.col("value")).with_columns(
+    intervals = {f"baseline_{c}": pl.col(c) for c in ("ci_low", "ci_high")
+                 if c in reference.columns}
+    reference = reference.select(*keys, baseline=pl.col("value"), **intervals).with_columns(
         pl.col(c).cast(metrics.schema[c]) for c in keys)
     joined = metrics.join(reference, on=keys, how="left", nulls_equal=True,
                           maintain_order="left")
     if base.path is None:  # the baseline model is not compared with itself
         joined = joined.with_columns(pl.when(pl.col(MODEL) != base.model)
-                                     .then(pl.col("baseline")).alias("baseline"))
+                                     .then(pl.col(c)).alias(c) for c in ("baseline", *intervals))
     return joined.with_columns(delta=pl.col("value") - pl.col("baseline"))
 
 
@@ -351,33 +396,90 @@ def rule_rows(metrics: pl.DataFrame, rule: Rule, job: Job) -> pl.DataFrame:
 
 
 def _alerts(metrics: pl.DataFrame, sizes: pl.DataFrame, job: Job,
-            order: dict[str, int]) -> pl.DataFrame:
+            order: dict[str, int]) -> tuple[pl.DataFrame, int]:
+    """The alerts, and the number of tests the significant rules made: a significant rule
+    fires where its condition holds and its test's p-value, adjusted for the false discovery
+    rate over every test of every significant rule (Benjamini-Hochberg), is at most the job's
+    ``fdr``."""
     keys = [MODEL, SEGMENTATION, SEGMENT]
     judged = sizes.select(*keys, "samples", "weight", "judged")
-    frames = []
+    candidates = []
     for index, rule in enumerate(job.rules):
-        rows = rule_rows(metrics, rule, job).join(judged, on=keys, how="left")
+        rows = rule_rows(metrics, rule, job).join(judged, on=keys, how="left").filter(
+            pl.col("judged"))
         value, base = pl.col("value"), pl.col("baseline")
         fires = {"below": value < rule.value, "above": value > rule.value,
                  "drop": (base - value) > rule.value, "rise": (value - base) > rule.value}
-        fired = rows.filter(pl.col("judged") & fires[rule.condition].fill_null(False))
-        frames.append(fired.select(
-            rule=pl.lit(index, pl.Int32), rule_key=pl.lit(rule.key),
-            description=pl.lit(rule.describe()), model=MODEL, segmentation=SEGMENTATION,
-            segment=SEGMENT, metric="metric", average="average",
-            label=pl.col("label").cast(pl.String), value="value", baseline="baseline",
-            delta="delta", samples="samples", weight="weight"))
-    if not frames:
-        return pl.DataFrame(schema={"rule": pl.Int32, "rule_key": pl.String,
-                                    "description": pl.String, MODEL: pl.String,
-                                    SEGMENTATION: pl.String, SEGMENT: pl.String,
-                                    "metric": pl.String, "average": pl.String,
-                                    "label": pl.String, "value": pl.Float64,
-                                    "baseline": pl.Float64, "delta": pl.Float64,
-                                    "samples": pl.Int64, "weight": pl.Float64})
+        against = rule.condition in ("drop", "rise")
+        tested = (_against(rows, base if against else pl.lit(rule.value), baseline=against,
+                           level=job.options["ci"])
+                  if rule.significant else rows.with_columns(p_value=pl.lit(None, pl.Float64)))
+        candidates.append(tested.with_columns(
+            rule=pl.lit(index, pl.Int32), fires=fires[rule.condition].fill_null(False),
+            tested=pl.lit(rule.significant) & pl.col("p_value").is_not_null()))
+    if not candidates:
+        return pl.DataFrame(schema=ALERT_SCHEMA), 0
+    every = pl.concat(candidates, how="diagonal_relaxed")
+    tests = int(every["tested"].sum())
+    q = pl.Series("q_value", [None] * every.height, dtype=pl.Float64)
+    if tests:
+        q = q.scatter(every["tested"].arg_true(), adjusted(every["p_value"].filter(
+            every["tested"])))
+    every = every.with_columns(q)
+    significant = pl.Series([job.rules[i].significant for i in every["rule"]])
+    fired = every.filter(pl.col("fires") & (~significant | (pl.col("q_value") <= job.fdr)))
     rank = pl.col(SEGMENTATION).replace_strict(order, return_dtype=pl.Int32)
-    return pl.concat(frames, how="diagonal_relaxed").sort(
-        ["rule", MODEL, rank, SEGMENT, "label"], nulls_last=False, maintain_order=True)
+    out = fired.select(
+        "rule", rule_key=pl.col("rule").replace_strict(
+            {i: r.key for i, r in enumerate(job.rules)}, return_dtype=pl.String),
+        description=pl.col("rule").replace_strict(
+            {i: r.describe() for i, r in enumerate(job.rules)}, return_dtype=pl.String),
+        model=MODEL, segmentation=SEGMENTATION, segment=SEGMENT, metric="metric",
+        average="average", label=pl.col("label").cast(pl.String), value="value",
+        baseline="baseline", delta="delta", samples="samples", weight="weight",
+        p_value="p_value", q_value="q_value")
+    return out.cast(ALERT_SCHEMA).sort(["rule", MODEL, rank, SEGMENT, "label"],
+                                       nulls_last=False, maintain_order=True), tests
+
+
+ALERT_SCHEMA = {"rule": pl.Int32, "rule_key": pl.String, "description": pl.String,
+                MODEL: pl.String, SEGMENTATION: pl.String, SEGMENT: pl.String,
+                "metric": pl.String, "average": pl.String, "label": pl.String,
+                "value": pl.Float64, "baseline": pl.Float64, "delta": pl.Float64,
+                "samples": pl.Int64, "weight": pl.Float64, "p_value": pl.Float64,
+                "q_value": pl.Float64}
+
+
+def _against(rows: pl.DataFrame, reference: pl.Expr, *, baseline: bool,
+             level: float) -> pl.DataFrame:
+    """``rows`` with the two-sided p-value of ``value`` against ``reference``: the paired
+    comparison's where it is known (``paired_p``: models on the same samples), else a normal
+    approximation from the level-``level`` intervals (and the baseline's, independent, where
+    it has one)."""
+    z = uncertainty.z_value(level)
+    spread = ((pl.col("ci_high") - pl.col("ci_low")) / (2 * z)) ** 2
+    if baseline and "baseline_ci_low" in rows.columns:
+        spread = spread + (((pl.col("baseline_ci_high") - pl.col("baseline_ci_low")) / (2 * z))
+                           ** 2).fill_null(0.0)
+    distance = rows.select(((pl.col("value") - reference).abs() / spread.sqrt()).alias("d"))
+    p = [None if d is None or math.isnan(d) else math.erfc(d / math.sqrt(2))
+         for d in distance["d"]]
+    out = rows.with_columns(p_value=pl.Series(p, dtype=pl.Float64))
+    if baseline and "paired_p" in out.columns:
+        out = out.with_columns(p_value=pl.coalesce("paired_p", "p_value"))
+    return out
+
+
+def adjusted(p: pl.Series) -> pl.Series:
+    """Benjamini-Hochberg's adjusted p-values (q-values) of ``p``, in its order.
+
+    >>> adjusted(pl.Series([0.01, 0.04, 0.03])).round(4).to_list()
+    [0.03, 0.04, 0.04]
+    """
+    m = p.len()
+    ranked = pl.DataFrame({"p": p, "at": range(m)}).sort("p", maintain_order=True)
+    return ranked.with_columns(q=(pl.col("p") * m / pl.int_range(1, m + 1)).reverse()
+                               .cum_min().reverse().clip(upper_bound=1.0)).sort("at")["q"]
 
 
 def wide_table(result: Result) -> pl.DataFrame:
