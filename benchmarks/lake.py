@@ -21,6 +21,12 @@ step and reports medians: on a shared machine one run's wall time moves by a thi
 - ``checks-<engine>``: only the input checks every request starts with (a sample's rows span
   its labels, so they group by sample: the part of each request a plain scan does not pay for);
 - ``scan``: count and sum of score per (segment, label) with DuckDB, which no evaluation beats;
+- intervals (not run by default): ``auc-<engine>`` is the exact ROC AUC per (segment, label)
+  alone and ``delong-<engine>`` the same with ``ci=0.95`` (DeLong's interval from the same
+  sorted curve); ``pair-<engine>`` is F1 and average precision per label and macro-averaged,
+  ``bootstrap-<engine>`` the same with ``ci=0.95`` (a Poisson bootstrap of 200 replicates)::
+
+    python benchmarks/lake.py --samples 100_000 --steps auc-polars,delong-polars,sklearn
 - ``<kind>-spark`` (not run by default): the same requests on Spark (``--spark-master``,
   default ``local[2]``; the JVM's start, a few seconds, is in its time), and ``mllib``: what a
   Spark user does without mleval, MLlib's ``BinaryClassificationEvaluator`` (exact:
@@ -79,6 +85,8 @@ CLUSTER_STEPS = ("cluster-duckdb", "cluster-polars", "cluster-sklearn", "cluster
 CARDINALITY = ("many-duckdb", "many-polars", "few-duckdb", "few-polars")
 SPARK_STEPS = ("exact-spark", "binned-spark", "sweep-spark", "threshold-spark", "checks-spark",
                "mllib")
+CI_STEPS = tuple(f"{kind}-{engine}" for kind in ("auc", "delong", "pair", "bootstrap")
+                 for engine in ("duckdb", "polars"))
 
 
 # -- the lake ----------------------------------------------------------------------------------
@@ -249,6 +257,12 @@ def run_step(step: str, lake: Path | str, memory_limit: str | None) -> dict:
     if kind == "exact":
         frame = me.evaluate(str(lake), EXACT, by="segment", task="multilabel", engine=engine,
                             average=["none", "macro"], memory_limit=memory_limit)
+    elif kind in ("auc", "delong", "pair", "bootstrap"):
+        metrics, averages = ((["roc_auc"], ["none"]) if kind in ("auc", "delong")
+                             else (["f1", "average_precision"], ["none", "macro"]))
+        frame = me.evaluate(str(lake), metrics, by="segment", task="multilabel", engine=engine,
+                            average=averages, memory_limit=memory_limit,
+                            ci=0.95 if kind in ("delong", "bootstrap") else None)
     else:
         sweep = {"binned": {"bins": 100}, "sweep": {"thresholds": SWEEP},
                  "threshold": {"threshold": 0.5}}[kind]
@@ -434,9 +448,9 @@ def main() -> None:
     parser.add_argument("--scaling", default="", help="also run at these fractions of "
                         "--samples, e.g. 0.1,0.3,1 (default: only the full size)")
     parser.add_argument("--folder", type=Path, default=Path("/tmp/mleval-bench"))
+    every = (*STEPS, *CLUSTER_STEPS, *CARDINALITY, *SPARK_STEPS, *CI_STEPS)
     parser.add_argument("--steps", default=",".join(STEPS),
-                        help="comma-separated, of "
-                        f"{', '.join(STEPS + CLUSTER_STEPS + CARDINALITY + SPARK_STEPS)}")
+                        help=f"comma-separated, of {', '.join(every)}")
     parser.add_argument("--memory-limit", default=None, help="e.g. 1GB, for both engines")
     parser.add_argument("--repeat", type=_positive, default=1, help="rounds of every step; "
                         "the report gives medians (and the range of wall times)")
@@ -483,7 +497,8 @@ def main() -> None:
             oracle = oracles.get("cluster-sklearn" if r["step"].startswith("cluster-")
                                  else "sklearn")
             if oracle and r["step"].startswith(("exact", "binned", "sweep", "threshold", "mllib",
-                                                "cluster-duckdb", "cluster-polars")):
+                                                "cluster-duckdb", "cluster-polars", "auc",
+                                                "delong", "pair", "bootstrap")):
                 r["max_rel_diff"] = max(agreement(n, oracle) for n in r["numbers"])
         print(report(rows, samples), "\n", flush=True)
         summary.append({"samples": samples, "steps": {r["step"]: r["seconds"] for r in rows}})

@@ -366,7 +366,9 @@ def _with_intervals(table: pl.DataFrame, plan: Plan, results: dict[str, pl.DataF
         resamples=plan.request.params["resamples"])
     delong = (uncertainty.delong_intervals(unpack_segment(results[DELONG], by), level=level)
               if plan.delong() else None)
-    return uncertainty.with_intervals(table, keys, bootstrap=bootstrap, delong=delong)
+    return uncertainty.with_reasons(
+        uncertainty.with_intervals(table, keys, bootstrap=bootstrap, delong=delong),
+        level=level, resamples=plan.request.params["resamples"])
 
 
 __all__ = ["Execution", "Outcome", "SourceOptions", "check", "compare", "curve", "engine_errors",

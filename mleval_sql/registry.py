@@ -178,6 +178,7 @@ class Metric:
     only_averages: tuple[str, ...] | None = None  # a subset of its family's averages
     probabilities: bool = False  # reads scores as probabilities: they must lie in [0, 1]
     whole_weights: bool = False  # reads weights as counts: they must be whole numbers
+    undefined: str = "no weight (every weight is 0)"  # why a value is null, where it can be
 
     def family(self, task: Task, average: str | None = None) -> Family:
         if average == "samples" and self.samples_average and task == "multilabel":
@@ -207,15 +208,21 @@ METRICS: dict[str, Metric] = _metrics(
     Metric("accuracy", "share of right decisions; multiclass: argmax equals the true label "
            "(multilabel per label; its exact match is subset_accuracy)",
            {**_THRESHOLDED, "multiclass": MULTICLASS}),
-    Metric("precision", "tp / (tp + fp)", _ALL, samples_average=True),
+    Metric("precision", "tp / (tp + fp)", _ALL, samples_average=True,
+           undefined="nothing predicted positive (tp + fp = 0)"),
     Metric("recall", "tp / (tp + fn), also called sensitivity or true positive rate", _ALL,
-           samples_average=True),
-    Metric("f1", "harmonic mean of precision and recall", _ALL, samples_average=True),
+           samples_average=True,
+           undefined="no positives (tp + fn = 0)"),
+    Metric("f1", "harmonic mean of precision and recall", _ALL, samples_average=True,
+           undefined="no positives and nothing predicted positive"),
     Metric("fbeta", "F-beta: recall weighted beta times as much as precision", _ALL,
-           params=("beta",), samples_average=True),
-    Metric("specificity", "tn / (tn + fp), the true negative rate", _ALL),
+           params=("beta",), samples_average=True,
+           undefined="no positives and nothing predicted positive"),
+    Metric("specificity", "tn / (tn + fp), the true negative rate", _ALL,
+           undefined="no negatives (tn + fp = 0)"),
     Metric("jaccard", "tp / (tp + fp + fn), intersection over union", _ALL,
-           samples_average=True),
+           samples_average=True,
+           undefined="no positives and nothing predicted positive"),
     Metric("mcc", "Matthews correlation coefficient (multiclass: Gorodkin's R_K); 0 when "
            "undefined, as scikit-learn", {**_THRESHOLDED, "multiclass": MULTICLASS}),
     Metric("hamming_loss", "share of wrong label decisions (multiclass: 1 - accuracy)",
@@ -225,30 +232,39 @@ METRICS: dict[str, Metric] = _metrics(
     Metric("adjusted_accuracy", "share of samples whose top-scored label is a true one",
            {"multilabel": SAMPLES}),
     Metric("balanced_accuracy", "mean recall over the classes that have true samples",
-           {"multiclass": MULTICLASS}),
+           {"multiclass": MULTICLASS},
+           undefined="no class has positives"),
     Metric("cohen_kappa", "Cohen's kappa between true and argmax labels",
-           {"multiclass": MULTICLASS}),
+           {"multiclass": MULTICLASS},
+           undefined="agreement by chance is complete"),
     Metric("confusion_matrix", "weight of samples per (true label, predicted label)",
            {"multiclass": MULTICLASS}),
     Metric("top_k_accuracy", "share of samples whose true label is among the k top-scored",
            {"multiclass": TOP_K}, params=("k",)),
     # ranking across samples, per label (multiclass: one-vs-rest)
     Metric("roc_auc", "area under the ROC curve; with max_fpr, McClish-corrected partial AUC",
-           dict.fromkeys(_SCORED, RANKING), params=("max_fpr",)),
+           dict.fromkeys(_SCORED, RANKING), params=("max_fpr",),
+           undefined="one class only: no positives or no negatives"),
     Metric("average_precision", "step-wise area under the precision-recall curve (no "
-           "interpolation); its macro average is mean AP", dict.fromkeys(_SCORED, RANKING)),
+           "interpolation); its macro average is mean AP", dict.fromkeys(_SCORED, RANKING),
+           undefined="no positives"),
     Metric("break_even", "precision = recall point of the PR curve: R-precision when the "
            "positives' weight can be cut exactly, interpolated across tied scores otherwise",
-           dict.fromkeys(_SCORED, RANKING)),
-    Metric("roc_auc_ovo", "multiclass one-vs-one ROC AUC (Hand & Till)", {"multiclass": OVO}),
+           dict.fromkeys(_SCORED, RANKING),
+           undefined="no positives"),
+    Metric("roc_auc_ovo", "multiclass one-vs-one ROC AUC (Hand & Till)", {"multiclass": OVO},
+           undefined="fewer than two classes"),
     Metric("max_f1", "the best F1 over all thresholds, at the threshold that reaches it",
-           dict.fromkeys(_SCORED, OPERATING)),
+           dict.fromkeys(_SCORED, OPERATING),
+           undefined="no positives"),
     Metric("precision_at_recall", "the best precision among thresholds with recall >= "
            "min_recall, at that threshold", dict.fromkeys(_SCORED, OPERATING),
-           params=("min_recall",)),
+           params=("min_recall",),
+           undefined="no positives, or no threshold reaches min_recall"),
     Metric("recall_at_precision", "the best recall among thresholds with precision >= "
            "min_precision, at that threshold", dict.fromkeys(_SCORED, OPERATING),
-           params=("min_precision",)),
+           params=("min_precision",),
+           undefined="no positives, or no threshold reaches min_precision"),
     # ranking across labels, per sample
     Metric("coverage_error", "how far down a sample's ranking to go to cover all its true "
            "labels, averaged over samples", dict.fromkeys(("multilabel", "multiclass"),
@@ -267,7 +283,8 @@ METRICS: dict[str, Metric] = _metrics(
            dict.fromkeys(("multilabel", "multiclass"), LABEL_RANKING), params=("k",)),
     Metric("recall_at_k", "share of a sample's true labels among its k top-scored, averaged "
            "over samples that have true labels",
-           dict.fromkeys(("multilabel", "multiclass"), LABEL_RANKING), params=("k",)),
+           dict.fromkeys(("multilabel", "multiclass"), LABEL_RANKING), params=("k",),
+           undefined="no sample has a true label"),
     # probabilistic
     Metric("log_loss", "cross-entropy of the scores as probabilities (clipped as scikit-learn); "
            "multilabel: per label", {"binary": PROBABILITY, "multilabel": PROBABILITY,
@@ -288,7 +305,8 @@ METRICS: dict[str, Metric] = _metrics(
     Metric("mape", "mean absolute percentage error, |error| / max(|truth|, eps)",
            {"regression": REGRESSION}, only_averages=("none", "macro")),
     Metric("r2", "coefficient of determination; null when the truth is constant",
-           {"regression": REGRESSION}),
+           {"regression": REGRESSION},
+           undefined="the truth is constant"),
     # clustering: scikit-learn's functions of the same name (without _score)
     Metric("adjusted_rand", "Rand index adjusted for chance (Hubert & Arabie)",
            {"clustering": CLUSTERING}),

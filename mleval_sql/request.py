@@ -203,6 +203,9 @@ class Request:
             if name in OPTIONS and not OPTIONS[name].statement and not _is_default(name, value):
                 raise InputError(f"{name} does not apply to a statement (it is about running "
                                  "one: evaluate takes it)")
+            if name in _INTERVALS and not _is_default(name, value):
+                raise InputError(f"{name}: a statement gives no intervals; evaluate does "
+                                 "(engine='sql' runs its steps in your database)")
         return cls.build(action, **given)
 
     # -- the task ---------------------------------------------------------------------------
@@ -347,6 +350,8 @@ def actions_of(name: str) -> tuple[Action, ...]:
     return ()
 
 
+#: The parameters of intervals (the bootstrap's replicates run a chunk at a time).
+_INTERVALS = ("ci", "resamples", "seed")
 #: The parameters a curve takes, and the kinds of curve that take each.
 _CURVE_PARAMS: dict[str, tuple[str, ...]] = {
     "thresholds": ("sweep",), "bins": ("roc", "pr", "sweep"), "n_bins": ("reliability",)}

@@ -95,3 +95,23 @@ def with_intervals(table: pl.DataFrame, keys: Sequence[str], *, bootstrap: pl.Da
                                if f"{c}_found" in out.columns).drop(
             f"{c}_found" for c in CI_COLUMNS if f"{c}_found" in out.columns)
     return out
+
+
+def with_reasons(table: pl.DataFrame, *, level: float, resamples: int) -> pl.DataFrame:
+    """``table`` with ``reason``: why a value, or its interval, is null (null otherwise). An
+    undefined value says when its metric is undefined (``Metric.undefined``); an interval
+    says how many replicates defined the value, or why DeLong's variance is undefined."""
+    from mleval_sql.registry import METRICS
+
+    enough = math.ceil(level * resamples - 1e-9)
+    undefined = pl.col("metric").replace_strict({m: x.undefined for m, x in METRICS.items()},
+                                                return_dtype=pl.String)
+    value = pl.when(pl.col("average").is_null() | (pl.col("average") == "micro")).then(
+        undefined).otherwise(pl.concat_str(undefined, pl.lit(", for every label")))
+    interval = pl.when(pl.col("ci_method") == "delong").then(pl.lit(
+        "DeLong's variance needs a positive and a negative weight above 1")).when(
+        pl.col("ci_method") == "bootstrap").then(pl.format(
+            "defined in {} of {} resamples (fewer than {})", "ci_resamples", pl.lit(resamples),
+            pl.lit(enough)))
+    return table.with_columns(reason=pl.when(pl.col("value").is_null()).then(value)
+                              .when(pl.col("ci_low").is_null()).then(interval))

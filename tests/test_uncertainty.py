@@ -130,7 +130,12 @@ def test_a_value_undefined_in_too_many_replicates_has_no_interval():
     got = me.evaluate(frame, ["recall", "accuracy"], ci=0.95, resamples=50, seed=1)
     recall = got.filter(metric="recall").row(0, named=True)
     assert recall["ci_resamples"] < 48 and recall["ci_low"] is None
-    assert got.filter(metric="accuracy")["ci_resamples"].item() == 50
+    assert recall["reason"] == (f"defined in {recall['ci_resamples']} of 50 resamples (fewer "
+                                "than 48)")
+    accuracy = got.filter(metric="accuracy").row(0, named=True)
+    assert accuracy["ci_resamples"] == 50 and accuracy["reason"] is None
+    undefined = me.evaluate(frame.with_columns(truth=False), "recall", ci=0.95, resamples=20)
+    assert undefined["reason"].to_list() == ["no positives (tp + fn = 0)"]
 
 
 @pytest.mark.parametrize(("given", "message"), [
