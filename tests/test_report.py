@@ -100,6 +100,10 @@ def test_curve_tables_are_curves(example):
     assert overall.equals(expected)
     sweep = pl.read_parquet(example.output / "curve_sweep.parquet")
     assert sweep["threshold"].n_unique() == 21
+    # the job sets ci; the sweep's points have no intervals, one row each
+    assert "ci_low" not in sweep.columns
+    assert not sweep.select("model", "segment", "average", "label", "threshold").is_duplicated(
+        ).any()
     point = sweep.filter((pl.col("model") == "b") & (pl.col("segment") == "region=eu")
                          & (pl.col("label") == "cat") & (pl.col("threshold") == 0.5))
     value = me.evaluate(LAKE, "f1", by=["model", "region"], average="none",
@@ -121,6 +125,15 @@ def test_summary_and_alerts(example):
                       & (pl.col("samples") >= 30))
     assert sorted(a["segment"] for a in summary["alerts"]) == sorted(low["segment"])
     assert summary["inputs"][0]["samples"] == 600
+    # the drop rule is significant: one paired test of model b per segment, none fired (b is
+    # the better model everywhere)
+    assert summary["tests"] == 12 and summary["fdr"] == 0.05
+    assert [r["significant"] for r in summary["rules"]] == [False, True]
+    assert summary["intervals"]["ci"] == 0.95 and summary["intervals"]["resamples"] == 200
+    tidy = pl.read_parquet(example.output / "metrics.parquet")
+    assert summary["intervals"]["methods"] == dict(
+        sorted(tidy.group_by("ci_method").len().iter_rows()))
+    assert all(a["p_value"] is None and a["q_value"] is None for a in summary["alerts"])
 
 
 def test_readme_shows_the_example_job():
@@ -131,6 +144,8 @@ def test_readme_shows_the_example_job():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "mleval report examples/report.toml --output report/" in readme
     assert "(docs/report.png)" in readme and (ROOT / "docs" / "report.png").is_file()
+    assert all((ROOT / "docs" / name).is_file()
+               for name in re.findall(r"\(docs/([\w.-]+\.png)\)", readme))
     (block,) = re.findall(r"```toml\n(.*?)```", readme, flags=re.S)
     shown = Job.from_dict(toml().loads(block), base=EXAMPLE.parent)
     example = Job.load(EXAMPLE)
@@ -259,6 +274,71 @@ def test_per_label_rules(plain):
     assert set(alerts["label"]) == {"dog"}
 
 
+def _noisy_lake(folder: Path) -> Path:
+    """The lake's model a, and a model b equal to it but on 'eu', where a's scores are mixed
+    with noise (a real loss), and 'us', where they move by tiny noise (no real change)."""
+    data = pl.read_parquet(LAKE / "**" / "*.parquet", hive_partitioning=True)
+    a = data.filter(pl.col("model") == "a")
+    noise = pl.col("sample").hash(11) % 1000 / 1000
+    b = a.with_columns(model=pl.lit("b"), score=pl.when(pl.col("region") == "eu")
+                       .then(0.4 * pl.col("score") + 0.6 * noise)
+                       .when(pl.col("region") == "us")
+                       .then((pl.col("score") + 0.01 * (noise - 0.5)).clip(0, 1))
+                       .otherwise(pl.col("score")))
+    path = folder / "noisy.parquet"
+    pl.concat([a, b]).write_parquet(path)
+    return path
+
+
+def test_significant_rules_fire_on_real_changes_not_on_noise(tmp_path):
+    rule = {"metric": "roc_auc", "average": "macro", "drop": 0.0005}
+    job = _job(sources=[{"path": str(_noisy_lake(tmp_path)), "model_column": "model"}],
+               ci=0.95, resamples=200, baseline={"model": "a"},
+               alerts={"rules": [rule, {**rule, "significant": True}]})
+    outcome = me.report(job, tmp_path / "out", progress=False)
+    alerts = pl.read_csv(tmp_path / "out" / "alerts.csv")
+    fired = {r: sorted(alerts.filter(pl.col("rule") == r)["segment"]) for r in (0, 1)}
+    # the ordinary rule fires on every drop over its threshold, the tiny one on 'us' too
+    assert fired[0] == ["overall", "region=eu", "region=us"]
+    # the significant one where the models really differ ('eu', and the overall row holding it)
+    assert fired[1] == ["overall", "region=eu"]
+    assert set(alerts["model"]) == {"b"}
+    ordinary, tested = alerts.filter(pl.col("rule") == 0), alerts.filter(pl.col("rule") == 1)
+    assert ordinary["p_value"].null_count() == ordinary["q_value"].null_count() == 3
+    assert (tested["q_value"] <= 0.05).all() and (tested["p_value"] <= tested["q_value"]).all()
+    summary = outcome.summary
+    assert summary["tests"] == 4 and summary["fdr"] == 0.05  # model b in 4 segments
+    # DeLong's for 2 models x 4 segments x 4 labels' AUC, the bootstrap for their macro AUC,
+    # per-label F1 and macro F1
+    assert summary["intervals"] == {"ci": 0.95, "resamples": 200, "seed": 0,
+                                    "methods": {"bootstrap": 48, "delong": 32}}
+    # the page: intervals in the tables, error bars in the chart, the tests counted, p- and
+    # q-values of the significant rule's alerts, its values marked in the overview
+    page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    assert "4 tests, false discovery rate 0.05" in page
+    assert "<th>p-value</th><th>q-value</th>" in page
+    for i in (0, 1):  # a group of bars per model, and its caps
+        assert f'<g id="by-segment-interval-{i}">' in page
+        assert f'<g id="by-segment-interval-{i}-caps">' in page
+    metrics = pl.read_parquet(tmp_path / "out" / "metrics.parquet")
+    (low, high), = metrics.filter(
+        (pl.col("model") == "b") & (pl.col("segment") == "region=eu")
+        & (pl.col("metric") == "roc_auc") & (pl.col("average") == "macro")).select(
+        "ci_low", "ci_high").rows()
+    assert f'<span class="ci">[{low:.2f}, {high:.2f}]</span>' in page
+    marks = page[page.index('<section id="overview">'):page.index("</section>",
+                                                                 page.index('id="overview"'))]
+    assert marks.count('<sup class="flag">*</sup>') == 2  # b's overall and eu values
+    assert marks.count('class="flagged" title="alerts.rules[1]: ') == 2
+    # the same inputs, the same files, intervals and tests included
+    again = me.report(job, tmp_path / "again", progress=False)
+    for path in again.files:
+        if path.name in ("report.html", "summary.json"):
+            assert _without_timings(path) == _without_timings(tmp_path / "out" / path.name)
+        else:
+            assert path.read_bytes() == (tmp_path / "out" / path.name).read_bytes(), path.name
+
+
 # -- the command, errors, atomic and deterministic outputs ---------------------------------
 
 def _write_job(folder: Path, text: str) -> Path:
@@ -299,6 +379,8 @@ WITH_ROC = SMALL.replace("kinds = []", 'kinds = ["roc"]')
      "alerts.rules[0].average: the job computes no 'weighted' average of f1"),
     ('task = "multilabel"', 'task = "multilabels"', "task: expected one of"),
     ("kinds = []", 'kinds = ["lift"]', "curves.kinds[0]: expected one of"),
+    ("", "[[alerts.rules]]\nmetric = 'f1'\nbelow = 0.5\nsignificant = true",
+     "alerts.rules[0].significant: a test needs intervals; set ci = 0.95"),
 ])
 def test_bad_jobs_get_one_line_naming_the_key(tmp_path, capsys, old, new, message):
     text = SMALL.replace(old, new) if old else SMALL + "\n" + new + "\n"
@@ -365,6 +447,10 @@ def test_same_inputs_same_files(tmp_path):
             assert (one / name).read_bytes() == (two / name).read_bytes(), name
     page = (one / "report.html").read_text()
     assert "<dc:date>" not in page and "Date" not in page
+    # without ci: no interval in the tables, no error bar in the charts, no test
+    assert 'class="ci"' not in page and "-interval-" not in page and "p-value" not in page
+    summary = json.loads((one / "summary.json").read_text())
+    assert summary["intervals"] is None and summary["tests"] == 0
 
 
 def test_a_failed_run_leaves_the_last_good_report(tmp_path, monkeypatch):

@@ -127,7 +127,11 @@ def _summary(result: Any, versions: Mapping[str, str],
         "title": job.title,
         "ok": not alerts,
         "alerts": alerts,
-        "rules": [{"key": r.key, "rule": r.describe()} for r in job.rules],
+        "rules": [{"key": r.key, "rule": r.describe(), "significant": r.significant}
+                  for r in job.rules],
+        "tests": result.tests,
+        "fdr": job.fdr,
+        "intervals": _intervals(result),
         "task": result.task,
         "engine": job.engine,
         "job": os.fspath(job.file) if job.file else None,
@@ -145,6 +149,20 @@ def _summary(result: Any, versions: Mapping[str, str],
         "versions": dict(versions),
         "seconds": {k: round(v, 3) for k, v in timings.items()},
     }
+
+
+def _intervals(result: Any) -> dict[str, Any] | None:
+    """The intervals' options and how many values each method gave; null without ``ci``."""
+    options = result.job.options
+    if options.get("ci") is None:
+        return None
+    methods: dict[str, int] = {}
+    if "ci_method" in result.metrics.columns:
+        counts = result.metrics.filter(pl.col("ci_method").is_not_null()).group_by(
+            "ci_method").len().sort("ci_method")
+        methods = {name: int(n) for name, n in counts.iter_rows()}
+    return {"ci": options["ci"], "resamples": options["resamples"], "seed": options["seed"],
+            "methods": methods}
 
 
 def add_command(commands: argparse._SubParsersAction) -> None:

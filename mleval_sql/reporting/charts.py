@@ -92,14 +92,30 @@ KINDS = {
 }
 
 
+def bounds(low: float | None, high: float | None) -> str:
+    """An interval, compact: ``[0.70, 0.75]``, with more digits where two would not tell its
+    ends apart (``[0.995, 0.998]``); empty where an end is unknown."""
+    if low is None or high is None or math.isnan(low) or math.isnan(high):
+        return ""
+    digits = 2 if max(abs(low), abs(high)) < 100 else 0
+    while digits < 4 and f"{low:.{digits}f}" == f"{high:.{digits}f}" and low != high:
+        digits += 1
+    return f"[{low:.{digits}f}, {high:.{digits}f}]"
+
+
+Key = tuple[str, str, str]
+
+
 def curve_grid(table: pl.DataFrame, kind: str, segments: Mapping[str, str],
                labels: Sequence[str],
-               models: Sequence[str], legend: dict[tuple[str, str, str], float | None],
-               salt: str) -> str:
+               models: Sequence[str], legend: dict[Key, float | None],
+               salt: str,
+               intervals: Mapping[Key, tuple[float | None, float | None]] | None = None) -> str:
     """ROC / PR / reliability curves, a panel per segment x label and a line per model:
     a row per segment and a column per label, or with one label the segments in rows of
     ``WRAP``. ``segments``: segment -> the name its panels show; ``legend[(model, segment,
-    label)]``: the value shown next to the model's name."""
+    label)]``: the value shown next to the model's name, and ``intervals[...]`` its interval
+    (low, high) where it has one."""
     x, y, xlabel, ylabel, area, diagonal = KINDS[kind]
     one = len(labels) == 1
     panels = [(segment, name, label) for segment, name in segments.items() for label in labels]
@@ -119,7 +135,9 @@ def curve_grid(table: pl.DataFrame, kind: str, segments: Mapping[str, str],
                 continue
             part = _thin(part.filter(pl.col(x).is_not_null() & pl.col(y).is_not_null()))
             value = legend.get((model, segment, label))
-            text = model if value is None else f"{model} ({area} {value:.3f})"
+            span = bounds(*(intervals or {}).get((model, segment, label), (None, None)))
+            text = model if value is None else f"{model} ({area} {value:.3f}" + (
+                f" {span})" if span else ")")
             ax.plot(part[x].to_list(), part[y].to_list(), color=palette[model],
                     linewidth=1.3, label=text, marker="o" if kind == "reliability" else None,
                     markersize=2.5, drawstyle="steps-pre" if kind == "pr" else "default")
@@ -174,17 +192,38 @@ def sweep_grid(table: pl.DataFrame, segments: Mapping[str, str], models: Sequenc
 def segment_dots(rows: pl.DataFrame, metric: str, models: Sequence[str],
                  segments: Sequence[str], salt: str) -> str:
     """One line per segment (all of them), a dot per model, a ring at the baseline; segments too
-    small to judge are greyed."""
+    small to judge are greyed. Where ``rows`` has ``ci_low`` and ``ci_high``, each value's
+    interval is an error bar, and the models' dots sit side by side on their segment's line so
+    that their bars do not overlap (the bars of model ``i`` are the SVG group
+    ``<salt>-interval-<i>``, their caps ``<salt>-interval-<i>-caps``)."""
     height = 0.22 * len(segments) + 1.0
+    intervals = "ci_low" in rows.columns and "ci_high" in rows.columns
+    if intervals:
+        height += 0.1 * len(segments) * (len(models) > 1)
     figure = _matplotlib()(figsize=(7.5, height), layout="constrained")
     ax = figure.subplots()
     palette = colors(models)
     index = {s: len(segments) - 1 - i for i, s in enumerate(segments)}
-    for model in models:
+    for i, model in enumerate(models):
         part = rows.filter(pl.col(MODEL) == model)
-        ys = [index[s] for s in part[SEGMENT].to_list()]
+        shift = _dodge(i, len(models)) if intervals else 0.0
+        ys = [index[s] + shift for s in part[SEGMENT].to_list()]
         judged = part["judged"].to_list()
         face = [palette[model] if j else "#ffffff" for j in judged]
+        if intervals:
+            bars = [(y, lo, hi) for y, lo, hi in zip(
+                ys, part["ci_low"].to_list(), part["ci_high"].to_list(), strict=True)
+                if lo is not None and hi is not None
+                and not (math.isnan(lo) or math.isnan(hi))]
+            if bars:
+                y, lo, hi = (list(c) for c in zip(*bars, strict=True))
+                lines = ax.hlines(y, lo, hi, color=palette[model], linewidth=1.1, alpha=0.75,
+                                  zorder=1)
+                caps = ax.plot(lo + hi, y + y, linestyle="none", marker="|", markersize=4,
+                               markeredgewidth=1.0, color=palette[model], alpha=0.75,
+                               zorder=1)
+                lines.set_gid(f"{salt}-interval-{i}")
+                caps[0].set_gid(f"{salt}-interval-{i}-caps")
         ax.scatter(part["value"].to_list(), ys, s=28, color=face, edgecolors=palette[model],
                    label=model, zorder=3)
         if part["baseline"].null_count() < part.height:
@@ -195,10 +234,15 @@ def segment_dots(rows: pl.DataFrame, metric: str, models: Sequence[str],
     ax.set_ylim(-0.7, len(segments) - 0.3)
     ax.grid(axis="x", alpha=0.3)
     ax.tick_params(axis="x", labelsize=7)
-    ax.set_xlabel(metric, fontsize=8)
+    ax.set_xlabel(metric + (" (bars: intervals)" if intervals else ""), fontsize=8)
     ax.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(models) + 1,
               frameon=False)
     return render(figure, salt)
+
+
+def _dodge(i: int, n: int, span: float = 0.5) -> float:
+    """The vertical offset of model ``i`` of ``n`` on its segment's line (the first on top)."""
+    return 0.0 if n < 2 else span / 2 - i * span / (n - 1)
 
 
 def confusion_heatmaps(matrices: dict[str, pl.DataFrame], labels: Sequence[str],

@@ -2,8 +2,11 @@
 
 Alerts and the weakest segments come first, then the overview per model x segment with deltas
 against the baseline, the metric across every segment, the curves of the overall row and the
-weakest and strongest segments, the per-label tables, and what was run. No script, style sheet,
-font or image is fetched: the styles are inline, the charts are inline SVG, and the page's
+weakest and strongest segments, the per-label tables, and what was run. Where the job sets
+``ci``, values carry their intervals (in brackets in the tables, error bars in the chart of every
+segment, in the curves' legends), significant rules' alerts their p- and q-values, and the
+overview marks the values those rules flagged. No script, style sheet, font or image is
+fetched: the styles are inline, the charts are inline SVG, and the page's
 Content-Security-Policy forbids any request.
 
 >>> page = render_html(result, versions={"mleval_sql": "0.1.0"})  # doctest: +SKIP
@@ -19,7 +22,7 @@ from typing import Any
 import polars as pl
 
 from mleval_sql.reporting import charts
-from mleval_sql.reporting.job import MODEL, OVERALL, SEGMENT, SEGMENTATION, JobError
+from mleval_sql.reporting.job import MODEL, OVERALL, SEGMENT, SEGMENTATION, Job, JobError
 from mleval_sql.reporting.run import (
     LOWER_IS_BETTER,
     NEUTRAL,
@@ -45,6 +48,8 @@ def _jinja() -> Any:
     env.filters["num"] = number
     env.filters["signed"] = signed
     env.filters["size"] = size
+    env.filters["bounds"] = charts.bounds
+    env.filters["pvalue"] = pvalue
     return env
 
 
@@ -70,6 +75,13 @@ def signed(value: Any, digits: int = 4) -> str:
     return f"{value:+.{digits}f}"
 
 
+def pvalue(value: Any) -> str:
+    """A p- or q-value: ``0.0123``, ``<0.0001``; empty where no test was made."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return "<0.0001" if value < 0.0001 else f"{value:.4f}"
+
+
 def _tone(metric: str, delta: float | None) -> str:
     """``better`` / ``worse`` for a delta of ``metric``, or nothing."""
     if delta is None or delta == 0 or metric in NEUTRAL:
@@ -78,10 +90,45 @@ def _tone(metric: str, delta: float | None) -> str:
     return "better" if good else "worse"
 
 
-def _cell(metric: str, pair: tuple[float | None, float | None] | None) -> dict[str, Any]:
-    """A table cell: the value, its delta against the baseline and the delta's tone."""
-    value, delta = pair or (None, None)
-    return {"value": value, "delta": delta, "tone": _tone(metric, delta)}
+Flags = dict[tuple[Any, ...], str]
+
+
+def _cell(metric: str, row: Mapping[str, Any] | None, flag: str | None = None) -> dict[str, Any]:
+    """A table cell: the value, its interval (``low``, ``high``; null without one) and why
+    either is null (``reason``), its delta against the baseline and the delta's tone, and
+    ``flag``: what a significant rule said of it (or null)."""
+    row = row or {}
+    delta = row.get("delta")
+    return {"value": row.get("value"), "low": row.get("ci_low"), "high": row.get("ci_high"),
+            "reason": row.get("reason"), "delta": delta, "tone": _tone(metric, delta),
+            "flag": flag}
+
+
+def _flags(result: Result) -> Flags:
+    """The values a significant rule fired on: (model, segment, metric, average, label) -> the
+    rules and their q-values, as the mark's tooltip says them."""
+    significant = {i for i, r in enumerate(result.job.rules) if r.significant}
+    flags: dict[tuple[Any, ...], list[str]] = {}
+    for alert in result.alerts.filter(pl.col("rule").is_in(sorted(significant))).iter_rows(
+            named=True):
+        key = (alert[MODEL], alert[SEGMENT], alert["metric"], alert["average"], alert["label"])
+        flags.setdefault(key, []).append(f"{alert['rule_key']}: {alert['description']}, "
+                                         f"q = {pvalue(alert['q_value'])}")
+    return {k: "; ".join(v) for k, v in flags.items()}
+
+
+def _intervals(result: Result) -> dict[tuple[Any, ...], tuple[Any, ...]]:
+    """(model, segment, metric, average, label) -> the value's interval and its baseline's
+    (each null where there is none), for the alerts table."""
+    m = result.metrics
+    if "ci_low" not in m.columns:
+        return {}
+    if "predicted" in m.columns:
+        m = m.filter(pl.col("predicted").is_null())
+    ends = [pl.col(c) if c in m.columns else pl.lit(None, pl.Float64).alias(c)
+            for c in ("ci_low", "ci_high", "baseline_ci_low", "baseline_ci_high")]
+    return {row[:5]: row[5:] for row in m.select(
+        MODEL, SEGMENT, "metric", "average", pl.col("label").cast(pl.String), *ends).iter_rows()}
 
 
 def context(result: Result, versions: Mapping[str, str]) -> dict[str, Any]:
@@ -94,24 +141,35 @@ def context(result: Result, versions: Mapping[str, str]) -> dict[str, Any]:
     rank, rank_metric = rank_column(result) if rows.height else (None, None)
     columns = list(dict.fromkeys(rows["column"].to_list()))
     metric_of = dict(zip(rows["column"].to_list(), rows["metric"].to_list(), strict=True))
-    cells = {(m, s, c): (v, d) for m, s, c, v, d in rows.select(
-        MODEL, SEGMENT, "column", "value", "delta").iter_rows()}
+    flags = _flags(result)
+    cells = {(r[MODEL], r[SEGMENT], r["column"]): r for r in rows.iter_rows(named=True)}
+
+    def flag(row: Mapping[str, Any] | None) -> str | None:
+        return None if row is None else flags.get(
+            (row[MODEL], row[SEGMENT], row["metric"], row["average"], row["label"]))
+
     overview = [{
         "model": row[MODEL], "segment": row[SEGMENT], "samples": row["samples"],
         "weight": row["weight"], "judged": row["judged"],
-        "cells": [_cell(metric_of[c], cells.get((row[MODEL], row[SEGMENT], c)))
-                  for c in columns]} for row in wide.iter_rows(named=True)]
+        "cells": [_cell(metric_of[c], cell, flag(cell)) for c in columns
+                  for cell in [cells.get((row[MODEL], row[SEGMENT], c))]]}
+        for row in wide.iter_rows(named=True)]
     ranked = _ranked(result, rows, rank, rank_metric) if rank else None
+    significant = [r.key for r in job.rules if r.significant]
+    alerts = _alerts(result)
     page = {
         "title": job.title, "task": result.task, "engine": job.engine,
         "job_file": str(job.file) if job.file else None,
         "models": models, "columns": columns, "overview": overview,
         "has_baseline": job.baseline is not None,
         "baseline": _baseline_text(result), "rank": rank, "rank_metric": rank_metric,
-        "alerts": result.alerts.to_dicts(), "rules": [r.describe() for r in job.rules],
+        "alerts": alerts, "tested": any(a["significant"] for a in alerts),
+        "rules": [r.describe() for r in job.rules],
+        "significant": significant, "tests": _tests(result.tests, job.fdr),
+        "flagged": bool(flags), "level": _level(job),
         "min_samples": job.min_samples, "min_weight": job.min_weight,
         "weakest": _weakest(ranked, job.top * 2) if ranked is not None else [],
-        "per_label": _per_label(result),
+        "per_label": _per_label(result, flags),
         "charts": _charts(result, ranked, rows, models, segments, rank, rank_metric),
         "parameters": _parameters(result), "inputs": result.inputs,
         "timings": [(k, round(v, 2)) for k, v in result.timings.items()],
@@ -119,6 +177,43 @@ def context(result: Result, versions: Mapping[str, str]) -> dict[str, Any]:
         "too_small": int((~result.sizes["judged"]).sum()),
     }
     return page
+
+
+def _alerts(result: Result) -> list[dict[str, Any]]:
+    """The alerts' rows, with ``significant`` (whether the rule tests) and the intervals of
+    the value and of the baseline (``ci_low``, ``ci_high``, ``baseline_ci_low``, ...)."""
+    intervals = _intervals(result)
+    out = []
+    for alert in result.alerts.iter_rows(named=True):
+        ends = intervals.get((alert[MODEL], alert[SEGMENT], alert["metric"], alert["average"],
+                              alert["label"]), (None,) * 4)
+        out.append({**alert, "significant": result.job.rules[alert["rule"]].significant,
+                    **dict(zip(("ci_low", "ci_high", "baseline_ci_low", "baseline_ci_high"),
+                               ends, strict=True))})
+    return out
+
+
+def _interval_text(result: Result) -> str | None:
+    """How the intervals were made, in words (null without ``ci``)."""
+    options = result.job.options
+    if options.get("ci") is None or "ci_method" not in result.metrics.columns:
+        return None
+    counts = dict(result.metrics.filter(pl.col("ci_method").is_not_null())
+                  .group_by("ci_method").len().iter_rows())
+    methods = {"delong": "DeLong's for a label's ROC AUC",
+               "bootstrap": f"a Poisson bootstrap of {options['resamples']} resamples (seed "
+                            f"{options['seed']}) for the others"}
+    said = [f"{text} ({counts[name]:,} values)" for name, text in methods.items()
+            if counts.get(name)]
+    said += [f"{name} ({n:,} values)" for name, n in sorted(counts.items())
+             if name not in methods]
+    return f"{_level(result.job)}: " + ", ".join(said or ["no value has one"])
+
+
+def _level(job: Job) -> str | None:
+    """The intervals' level as a percentage (``95%``), or null without ``ci``."""
+    level = job.options.get("ci")
+    return None if level is None else f"{level * 100:g}%"
 
 
 def render_html(result: Result, versions: Mapping[str, str]) -> str:
@@ -176,11 +271,17 @@ def _labels(table: pl.DataFrame, most: int) -> tuple[list[str], int]:
     return labels[:most], max(0, len(labels) - most)
 
 
-def _legend(result: Result, metric: str) -> dict[tuple[str, str, str], float | None]:
+def _legend(result: Result, metric: str) -> tuple[dict[charts.Key, float | None],
+                                                  dict[charts.Key, tuple[Any, Any]]]:
+    """The legends' values of ``metric`` per (model, segment, label), and their intervals."""
     rows = result.metrics.filter((pl.col("metric") == metric) & pl.col("average").is_null()
                                  & pl.col("label").is_not_null())
-    return {(m, s, str(lab)): v for m, s, lab, v in
-            rows.select(MODEL, SEGMENT, "label", "value").iter_rows()}
+    values = {(m, s, str(lab)): v for m, s, lab, v in
+              rows.select(MODEL, SEGMENT, "label", "value").iter_rows()}
+    if "ci_low" not in rows.columns:
+        return values, {}
+    return values, {(m, s, str(lab)): (lo, hi) for m, s, lab, lo, hi in
+                    rows.select(MODEL, SEGMENT, "label", "ci_low", "ci_high").iter_rows()}
 
 
 def _charts(result: Result, ranked: pl.DataFrame | None, rows: pl.DataFrame,
@@ -194,9 +295,11 @@ def _charts(result: Result, ranked: pl.DataFrame | None, rows: pl.DataFrame,
     if rank is not None:
         dots = rows.filter(pl.col("column") == rank).join(
             result.sizes.select(MODEL, SEGMENT, "judged"), on=[MODEL, SEGMENT], how="left")
+        bars = "ci_low" in dots.columns
         out.append({"id": "by-segment", "title": f"{rank} in every segment",
                     "note": "A dot per model; hollow dots: too small to judge; rings: the "
-                            "baseline.",
+                            "baseline" + (f"; bars: the {_level(job)} intervals."
+                                          if bars else "."),
                     "svg": charts.segment_dots(dots, rank, models, segments, "by-segment")})
     titles = {"roc": ("ROC curves", "roc_auc"), "pr": ("Precision-recall curves",
                                                         "average_precision"),
@@ -211,7 +314,8 @@ def _charts(result: Result, ranked: pl.DataFrame | None, rows: pl.DataFrame,
             over = "micro average over labels" if average else "the one label"
             note = (f"F1, precision and recall against the threshold ({over}); the "
                     f"dash-dotted line is the job's threshold {job.options['threshold']}. "
-                    f"Rows: {which}; columns: models.")
+                    f"Rows: {which}; columns: models." + (
+                        " The sweep's points have no intervals." if _level(job) else ""))
             out.append({"id": "sweep", "title": "Threshold sweeps", "note": note,
                         "svg": charts.sweep_grid(part, shown, models,
                                                  float(job.options["threshold"]), "sweep")})
@@ -224,9 +328,12 @@ def _charts(result: Result, ranked: pl.DataFrame | None, rows: pl.DataFrame,
             note = f"Rows: {which}; columns: labels" + (
                 f" (the first {len(labels)}; {more} more in curve_{kind}.parquet)" if more
                 else "") + "; a line per model."
+        values, intervals = _legend(result, legend_metric)
+        if intervals:
+            note += " The legends give each area with its interval."
         out.append({"id": kind, "title": title, "note": note,
-                    "svg": charts.curve_grid(table, kind, shown, labels, models,
-                                             _legend(result, legend_metric), kind)})
+                    "svg": charts.curve_grid(table, kind, shown, labels, models, values, kind,
+                                             intervals)})
     matrix = result.metrics.filter((pl.col("metric") == "confusion_matrix")
                                    & (pl.col(SEGMENTATION) == OVERALL))
     if not matrix.is_empty():
@@ -242,7 +349,7 @@ def _charts(result: Result, ranked: pl.DataFrame | None, rows: pl.DataFrame,
     return out
 
 
-def _per_label(result: Result) -> list[dict[str, Any]]:
+def _per_label(result: Result, flags: Flags) -> list[dict[str, Any]]:
     """Per model: a row per segment x label, a column per metric."""
     rows = result.metrics.filter(pl.col("average").is_null() & pl.col("label").is_not_null())
     if "predicted" in rows.columns:
@@ -255,13 +362,14 @@ def _per_label(result: Result) -> list[dict[str, Any]]:
     out = []
     for model in sorted(rows[MODEL].unique().to_list()):
         part = rows.filter(pl.col(MODEL) == model)
-        cells = {(s, str(lab), m): (v, d) for s, lab, m, v, d in part.select(
-            SEGMENT, "label", "metric", "value", "delta").iter_rows()}
+        cells = {(r[SEGMENT], str(r["label"]), r["metric"]): r
+                 for r in part.iter_rows(named=True)}
         keys = list(dict.fromkeys((s, str(lab)) for s, lab in part.select(SEGMENT, "label")
                                   .iter_rows()))
         out.append({"model": model, "metrics": metrics, "rows": [
             {"segment": s, "label": lab,
-             "cells": [_cell(m, cells.get((s, lab, m))) for m in metrics]}
+             "cells": [_cell(m, cells.get((s, lab, m)), flags.get((model, s, m, None, lab)))
+                       for m in metrics]}
             for s, lab in keys]})
     return out
 
@@ -279,5 +387,15 @@ def _parameters(result: Result) -> list[tuple[str, str]]:
         ("baseline", _baseline_text(result) or "none"),
         ("judged segments", f"at least {job.min_samples} samples and weight "
                             f"{job.min_weight:g}"),
+        ("intervals", _interval_text(result) or "none (ci not set)"),
+        *([("significance tests", f"{result.tests} by the significant rules ("
+            + ", ".join(r.key for r in job.rules if r.significant) + "); false discovery "
+            f"rate {job.fdr:g} (Benjamini-Hochberg over all of them)")]
+          if any(r.significant for r in job.rules) else []),
         ("memory limit", job.memory_limit or "none"),
     ]
+
+
+def _tests(tests: int, fdr: float) -> str:
+    """``12 tests, false discovery rate 0.05``."""
+    return f"{tests} test{'s' if tests != 1 else ''}, false discovery rate {fdr:g}"

@@ -25,6 +25,7 @@ import polars as pl
 from mleval_sql import uncertainty
 from mleval_sql.api import Outcome
 from mleval_sql.api import run as run_request
+from mleval_sql.params import PARAMS
 from mleval_sql.registry import METRICS
 from mleval_sql.reporting.job import (
     MODEL,
@@ -51,6 +52,8 @@ SWEEP_METRICS = ("precision", "recall", "f1")
 #: Tasks without ROC, PR, sweep or reliability curves: a job of one of these draws none.
 NO_CURVES = ("regression", "clustering")
 _KEEP = "__keep_"
+#: The options of a request without intervals, whatever the job's ci, resamples and seed.
+NO_INTERVALS = {"ci": None, **{name: PARAMS[name].default for name in ("resamples", "seed")}}
 
 
 @dataclass
@@ -245,8 +248,10 @@ class _Prepared:
             return None  # multiclass decisions are argmax, not thresholded
         if kind == "sweep":
             averages = ["none", "micro"] if task == "multilabel" else ["none"]
+            # the sweep's points carry no intervals: one table of values per threshold
             rows = self._tables("evaluate", metrics=list(SWEEP_METRICS), task=task,
-                                average=averages, bins=self.job.sweep_bins).drop("bins")
+                                average=averages, bins=self.job.sweep_bins,
+                                **NO_INTERVALS).drop("bins")
             return rows.pivot(on="metric", index=[*(c for c in rows.columns if c not in (
                 "metric", "average", "label", "threshold", "value")), "average", "label",
                 "threshold"], values="value")
@@ -498,7 +503,9 @@ def wide_table(result: Result) -> pl.DataFrame:
 
 def summary_rows(result: Result) -> pl.DataFrame:
     """The rows of the wide table, tidy: ``model, segmentation, segment, column, metric,
-    average, value, baseline, delta``; ``column`` names the wide table's column."""
+    average, label, value, baseline, delta`` and, where the metrics have intervals, ``ci_low,
+    ci_high``, the baseline's (``baseline_ci_low, baseline_ci_high``) and ``reason`` (why a
+    value or its interval is null); ``column`` names the wide table's column."""
     m = result.metrics
     if "predicted" in m.columns:
         m = m.filter(pl.col("predicted").is_null())
@@ -520,9 +527,14 @@ def summary_rows(result: Result) -> pl.DataFrame:
                        _order=pl.col("metric").replace_strict(order, return_dtype=pl.Int32),
                        _avg=pl.col("average").replace_strict(averages, default=99,
                                                              return_dtype=pl.Int32))
+    intervals = [c for c in INTERVALS if c in m.columns]
     return m.sort("_order", "_avg", maintain_order=True).select(
-        MODEL, SEGMENTATION, SEGMENT, "column", "metric", "average", "value", "baseline",
-        "delta")
+        MODEL, SEGMENTATION, SEGMENT, "column", "metric", "average",
+        pl.col("label").cast(pl.String), "value", "baseline", "delta", *intervals)
+
+
+#: The interval columns of a metric row (with ``ci``), its baseline's, and why either is null.
+INTERVALS = ("ci_low", "ci_high", "baseline_ci_low", "baseline_ci_high", "reason")
 
 
 def rank_column(result: Result) -> tuple[str, str]:
