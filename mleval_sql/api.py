@@ -241,6 +241,40 @@ def compare(
     return comparison(request, source)
 
 
+def slices(
+    source: Any,
+    metric: str = "error_rate",
+    *,
+    over: str | Sequence[str],
+    max_level: int = 2,
+    min_support: int | float = 10,
+    top: int = 10,
+    alpha: float = 0.6,
+    quantiles: int | None = None,
+    **options: Unpack[ComparisonOptions],
+) -> pl.DataFrame:
+    """The slices of the data where the model is weakest: conjunctions of up to
+    ``max_level`` predicates ``column = value`` over the columns ``over`` (numeric ones cut
+    into ``quantiles`` quantile bins; nulls are a value) with at least ``min_support``
+    samples. By a row-wise error (``error_rate`` at ``threshold``, ``log_loss``,
+    ``brier_score``; regression: ``mse``, ``mae``): SliceLine's ``top`` slices by its score
+    (``alpha`` weighs the slice's error against its size), the ``sliceline`` package's exactly.
+    One row per slice: the slice's value of each ``over`` column (null where it does not use
+    it), ``level``, ``size`` (the samples' weight), ``value`` (its mean error), ``rest_value``
+    (the rest of the data's), ``score``, ``error`` (the weighted error sum) and ``max_error``.
+    Every option of :func:`evaluate` (``threshold``, ``task``, ``columns``, ``engine``...).
+
+    >>> rows = slices("fixtures/lake", "error_rate", over=["region", "date"], top=2)
+    >>> rows.select("region", "date", "level", pl.col("score").round(4)).rows()
+    """
+    from mleval_sql.slicing import slices as slicing
+
+    request = Request.build("slices", over=[over] if isinstance(over, str) else over,
+                            max_level=max_level, min_support=min_support, top=top, alpha=alpha,
+                            quantiles=quantiles, **options)
+    return slicing(request, source, metric)
+
+
 def run(request: Request, source: Any) -> Outcome:
     """Carry out ``request`` on ``source``: the one path of every door that evaluates.
 
@@ -372,4 +406,4 @@ def _with_intervals(table: pl.DataFrame, plan: Plan, results: dict[str, pl.DataF
 
 
 __all__ = ["Execution", "Outcome", "SourceOptions", "check", "compare", "curve", "engine_errors",
-           "evaluate", "execute", "run"]
+           "evaluate", "execute", "run", "slices"]

@@ -158,7 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "tables (sample, label, score, truth[, weight]).")
     parser.add_argument("--version", action="version", version=f"%(prog)s {me.__version__}")
     commands = parser.add_subparsers(dest="command", required=True,
-                                     metavar="{evaluate,curve,compare,check,metrics,sql,report}")
+                                     metavar="{evaluate,curve,compare,slices,check,metrics,sql,"
+                                             "report}")
     cmd = commands.add_parser("evaluate", help="compute metrics of parquet predictions")
     _add_inputs(cmd)
     _add_request(cmd, "evaluate")
@@ -181,6 +182,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_request(cmd, "compare")
     _add_output(cmd)
     cmd.set_defaults(run=run_compare)
+
+    cmd = commands.add_parser("slices", help="where the model is weakest: the worst slices "
+                              "(conjunctions of column = value) by a row-wise error (SliceLine) "
+                              "or any metric")
+    _add_inputs(cmd)
+    cmd.add_argument("--metric", dest="slice_metric", default="error_rate", metavar="NAME",
+                     help="error_rate, log_loss, brier_score, mse, mae (SliceLine's score), or "
+                          "any metric (ranked by its value) (default: error_rate)")
+    _add_request(cmd, "slices", skip=("metrics",))
+    _add_output(cmd)
+    cmd.set_defaults(run=run_slices)
 
     cmd = commands.add_parser("check", help="only check the input (as every evaluation does "
                               "first) and print its task")
@@ -259,8 +271,10 @@ def _add_request(cmd: argparse.ArgumentParser, action: Action, *, statement: boo
             spec.update(choices=offered, default=offered[0], metavar=None)
         elif option.choices:
             spec.update(choices=option.choices, metavar=None)
-        elif option.name == "threads":
+        elif option.name in ("threads", "max_level", "top", "quantiles"):
             spec.update(type=int)
+        elif option.name in ("min_support", "alpha"):
+            spec.update(type=_number)
         cmd.add_argument(flag, **spec)
     params = [p for p in PARAMS if p not in present and action in actions_of(p)]
     if "thresholds" in params:  # --thresholds T,T,... or --bins N (thresholds 0, 1/N, ..., 1)
@@ -304,8 +318,8 @@ def request(args: argparse.Namespace, action: Action, *,
                 or (statement and not option.statement):
             continue
         value = getattr(args, option.name, None)
-        if value is None and option.name in IF_GIVEN:
-            continue
+        if value is None and (option.name in IF_GIVEN or option.default not in (None, (), False)):
+            continue  # the API's default
         if option.arity == "list":
             value = [v for part in value or () for v in part] or (
                 None if option.name == "average" else [])
@@ -368,6 +382,14 @@ def _pairs(flag: str, pairs: list[tuple[str, str | None]]) -> dict[str, str | No
     return out
 
 
+def _number(text: str) -> int | float:
+    """A whole number where the text is one, else a float: ``10`` -> 10, ``0.05`` -> 0.05."""
+    try:
+        return int(text) if text.lstrip("-").isdigit() else float(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from error
+
+
 def _listed(text: str) -> list[str]:
     """A comma-separated list: ``"f1, roc_auc"`` -> ``["f1", "roc_auc"]``."""
     return [part.strip() for part in text.split(",") if part.strip()]
@@ -396,6 +418,15 @@ def run_compare(args: argparse.Namespace) -> int:
     fmt = output_format(args.format, args.output)
     _check_outputs(args, args.output)
     emit(_noting(me.compare, list(args.inputs), **request(args, "compare")), fmt, args.output)
+    return 0
+
+
+def run_slices(args: argparse.Namespace) -> int:
+    fmt = output_format(args.format, args.output)
+    _check_outputs(args, args.output)
+    options = request(args, "slices")
+    options.pop("metrics", None)
+    emit(_noting(me.slices, list(args.inputs), args.slice_metric, **options), fmt, args.output)
     return 0
 
 

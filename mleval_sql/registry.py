@@ -336,6 +336,13 @@ METRICS: dict[str, Metric] = _metrics(
            {"clustering": CONTINGENCY}),
 )
 
+#: Metrics where a smaller value is the better one (rankings and deltas turn round for them).
+LOWER_IS_BETTER = frozenset({
+    "fp", "fn", "hamming_loss", "coverage_error", "label_ranking_loss", "one_error",
+    "log_loss", "brier_score", "calibration_error", "mse", "rmse", "mae", "mape",
+})
+
+
 def metrics_of(family: Family) -> tuple[str, ...]:
     """The metrics some task computes with ``family``, in the registry's order: the names a
     polars plan gives (the SQL files write theirs out; tests/test_registry.py compares them).

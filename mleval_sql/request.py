@@ -45,8 +45,8 @@ from mleval_sql.registry import (
 )
 from mleval_sql.schema import TASKS, Columns, InputError, Task
 
-Action = Literal["evaluate", "curve", "check", "compare"]
-ACTIONS: tuple[Action, ...] = ("evaluate", "curve", "check", "compare")
+Action = Literal["evaluate", "curve", "check", "compare", "slices"]
+ACTIONS: tuple[Action, ...] = ("evaluate", "curve", "check", "compare", "slices")
 CurveKind = Literal["roc", "pr", "sweep", "reliability"]
 #: The metrics a request computes when none are named, per task.
 DEFAULT_METRICS: dict[Task, tuple[str, ...]] = {
@@ -91,15 +91,17 @@ class Option:
         return "--" + self.name.replace("_", "-")
 
 
-_EVALUATE: tuple[Action, ...] = ("evaluate", "compare")
+_EVALUATE: tuple[Action, ...] = ("evaluate", "compare", "slices")
 _COMPARE: tuple[Action, ...] = ("compare",)
+_SLICES: tuple[Action, ...] = ("slices",)
 #: Every option that is not a metric parameter (those are :data:`mleval_sql.params.PARAMS`,
 #: taken by ``evaluate`` and ``compare`` and, for the sweep and bins, ``curve``).
 OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("metrics", "metric names (default: accuracy, precision, recall, f1; regression: "
            "mse, rmse, mae, r2; clustering: adjusted_rand, adjusted_mutual_info, homogeneity, "
            "completeness, v_measure)", _EVALUATE, arity="list", metavar="NAME"),
-    Option("by", "segment columns", arity="list", metavar="COL", default=()),
+    Option("by", "segment columns (slices: found within each segment)", arity="list",
+           metavar="COL", default=()),
     Option("task", "default: settled by the metrics, else inferred from the data",
            choices=TASKS),
     Option("average", "averages over labels (default: none for binary and regression, macro "
@@ -120,6 +122,18 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            statement=False, metavar="NAME"),
     Option("against", "rest: each segment against the data outside it (instead of models)",
            _COMPARE, statement=False, choices=("rest",)),
+    Option("over", "the columns slices are made of (a slice: up to max_level predicates "
+           "column = value)", _SLICES, statement=False, arity="list", metavar="COL"),
+    Option("max_level", "the most predicates a slice has", _SLICES, statement=False,
+           metavar="N", default=2),
+    Option("min_support", "the fewest samples a slice has", _SLICES, statement=False,
+           metavar="N", default=10),
+    Option("top", "how many slices (more where the last ones tie)", _SLICES, statement=False,
+           metavar="N", default=10),
+    Option("alpha", "SliceLine's weight of a slice's error against its size, in (0, 1]",
+           _SLICES, statement=False, metavar="A", default=0.6),
+    Option("quantiles", "numeric slice columns cut into this many quantile bins", _SLICES,
+           statement=False, metavar="N"),
     Option("engine", "the engine that runs the request (default: duckdb)", statement=False,
            choices=ENGINES),  # the live table: an engine added to it is a choice
     Option("memory_limit", "the memory the engine may use, e.g. 1GB; larger inputs are "
@@ -159,6 +173,12 @@ class Request:
     model: str | None = None
     baseline: Any = None
     against: Literal["rest"] | None = None
+    over: tuple[str, ...] = ()
+    max_level: int = 2
+    min_support: int | float = 10
+    top: int = 10
+    alpha: float = 0.6
+    quantiles: int | None = None
 
     @classmethod
     def build(cls, action: Action, **given: Any) -> Request:
@@ -183,6 +203,8 @@ class Request:
         values["params"] = checked(**{k: v for k, v in given.items() if k in PARAMS})
         if action == "compare":
             _check_comparison(values)
+        if action == "slices" and not values.get("over"):
+            raise InputError("slices: name the columns slices are made of (over=, --over)")
         if values["params"]["ci"] is None and given.keys() & {"resamples", "seed"}:
             raise InputError("resamples= and seed= are the bootstrap's: they go with ci= "
                              "(--ci 0.95)")
@@ -432,10 +454,27 @@ def _memory(value: str | int) -> str | int:
     return value
 
 
-def _threads(value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(f"threads must be a whole number >= 1, got {value!r}")
+def _whole(option: str, low: int) -> Any:
+    def check(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise InputError(f"{option} must be a whole number >= {low}, got {value!r}")
+        return value
+    return check
+
+
+def _support(value: Any) -> int | float:
+    """A count of samples, or a share of them in (0, 1)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (
+            isinstance(value, float) and value >= 1):
+        raise InputError(f"min_support must be a whole number of samples or a share in (0, 1), "
+                         f"got {value!r}")
     return value
+
+
+def _alpha(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise InputError(f"alpha must be a number in (0, 1], got {value!r}")
+    return float(value)
 
 
 def _storage(value: Mapping[str, Any]) -> dict[str, str]:
@@ -458,8 +497,10 @@ _CHECKS: dict[str, Any] = {
                                                                 .choices),
     "drop_intermediate": _bool("drop_intermediate"), "wide": _bool("wide"),
     "engine": _choice("engine", ENGINES), "memory_limit": _memory,
-    "threads": _threads, "storage_options": _storage, "model": _column("model"),
-    "against": _choice("against", ("rest",)),
+    "threads": _whole("threads", 1), "storage_options": _storage, "model": _column("model"),
+    "against": _choice("against", ("rest",)), "over": _texts("over"),
+    "max_level": _whole("max_level", 1), "min_support": _support, "top": _whole("top", 1),
+    "alpha": _alpha, "quantiles": _whole("quantiles", 2),
 }
 
 

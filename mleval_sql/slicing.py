@@ -1,0 +1,437 @@
+"""Where is the model weak? The slices of the data (conjunctions of up to ``max_level``
+predicates ``column = value`` over the ``over`` columns) whose metric is worst.
+
+A row-wise error (``error_rate`` at the threshold, ``log_loss``, ``brier_score``; regression:
+``mse``, ``mae``) ranks slices by SliceLine's score (Sagadeeva and Boehm, SIGMOD 2021),
+``alpha * (slice error / mean error - 1) - (1 - alpha) * (n / size - 1)``, level by level with
+its pruning (a slice's children are at most as large and as wrong as it): the same slices and
+scores as the ``sliceline`` package for the same ``alpha``, ``top`` (its ``k``), ``max_level``
+(``max_l``) and ``min_support`` (``min_sup``), ties included. Any other metric ranks the slices
+of at least ``min_support`` samples by the metric itself, worst first, each with its value on
+the rest of the data.
+
+Each level is one grouped pass over the rows: every candidate of the level is a group of one
+aggregate (row-wise errors) or a segment of one request (other metrics); candidates of level
+l + 1 come only from slices of level l that survive.
+
+>>> import mleval_sql as me
+>>> me.slices("fixtures/lake", "error_rate", over=["region", "date"], task="multilabel",
+...           top=3).columns[:3]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from itertools import combinations
+from typing import Any
+
+import polars as pl
+
+from mleval_sql.api import run
+from mleval_sql.registry import LOWER_IS_BETTER, METRICS, default_averages
+from mleval_sql.request import Request
+from mleval_sql.schema import InputError
+from mleval_sql.sources import as_source
+
+#: At most this many candidate slices a level (an error says to narrow ``over`` or raise
+#: ``min_support`` beyond it, before any work on the level).
+MAX_CANDIDATES = 200_000
+#: A numeric slice column with more distinct values than this needs ``quantiles=``.
+MAX_VALUES = 1_000
+_EPS = sys.float_info.epsilon
+#: A row's weight and error, under names no slice column takes.
+W, E = "__weight", "__error"
+#: The columns of the result besides the slice columns.
+RESULT = ("level", "size", "value", "rest_value", "score", "error", "max_error")
+_score, _truth = pl.col("score"), pl.col("truth")
+
+
+def _error_rate(threshold: float) -> pl.Expr:
+    return ((_score >= threshold) != _truth).cast(pl.Float64)
+
+
+def _log_loss(threshold: float) -> pl.Expr:
+    p = pl.when(_truth).then(_score).otherwise(1.0 - _score).clip(_EPS, 1.0 - _EPS)
+    return -p.log()
+
+
+def _squared(threshold: float) -> pl.Expr:
+    return (_score - _truth.cast(pl.Float64)) ** 2
+
+
+def _absolute(threshold: float) -> pl.Expr:
+    return (_score - _truth.cast(pl.Float64)).abs()
+
+
+#: The row-wise errors SliceLine ranks by: a row's error, and the tasks it is defined for.
+ROW_ERRORS: dict[str, tuple[tuple[str, ...], Callable[[float], pl.Expr]]] = {
+    "error_rate": (("binary", "multilabel"), _error_rate),
+    "log_loss": (("binary", "multilabel"), _log_loss),
+    "brier_score": (("binary", "multilabel"), _squared),
+    "mse": (("regression",), _squared),
+    "mae": (("regression",), _absolute),
+}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A slice: each slice column's value index (1-based among the column's sorted values;
+    0: unused), and its statistics (weight, weighted error, largest error)."""
+
+    code: tuple[int, ...]
+    size: float
+    error: float
+    max_error: float
+
+    @property
+    def level(self) -> int:
+        return sum(1 for c in self.code if c)
+
+
+def slices(request: Request, source: Any, metric: str) -> pl.DataFrame:
+    """The ``slices`` request's rows (see the module docstring)."""
+    if metric not in ROW_ERRORS and metric not in METRICS:
+        raise InputError(f"unknown metric {metric!r} for slices; row-wise errors are "
+                         f"{sorted(ROW_ERRORS)}, and any metric of `mleval metrics` ranks "
+                         "slices by its value")
+    src = as_source(source, storage_options=request.storage_options, as_of=request.as_of)
+    frame = src.polars()
+    over, by = list(request.over), list(request.by)
+    clash = set(over) & set(by)
+    if clash:
+        raise InputError(f"column {sorted(clash)[0]!r} is both a slice column (over=) and a "
+                         "segment column (by=)")
+    task = run(replace(request, action="check", over=(), metrics=None), src).task
+    binned, categories = _slice_columns(frame, over, request)
+    if metric in ROW_ERRORS:
+        tasks, error = ROW_ERRORS[metric]
+        if task not in tasks:
+            raise InputError(f"{metric} as a row-wise error is for {' and '.join(tasks)} "
+                             f"tasks, not {task}")
+    parts = []
+    keys = binned.select(by).unique().sort(by, nulls_last=False).collect() if by else \
+        pl.DataFrame([{}])
+    for key in keys.iter_rows(named=True):  # slices within each segment
+        rows = binned.filter(*(pl.col(c).eq_missing(v) for c, v in key.items())) if by \
+            else binned
+        if metric in ROW_ERRORS:
+            found = _sliceline(_rows(rows, request, task, error(request.params["threshold"])),
+                               over, categories, request)
+        else:
+            found = _ranked(rows, over, categories,
+                            replace(request, metrics=(metric,), task=task, by=()))
+        parts.append(found.select(*(pl.lit(v, dtype=keys.schema[c]).alias(c)
+                                    for c, v in key.items()), pl.all()))
+    return pl.concat(parts, how="vertical_relaxed")
+
+
+def _slice_columns(frame: pl.LazyFrame, over: Sequence[str],
+                   request: Request) -> tuple[pl.LazyFrame, list[list[Any]]]:
+    """``frame`` with numeric slice columns cut into quantile bins where asked, and each slice
+    column's values sorted (nulls are a value, first); an error names a column that cannot
+    be one (a role's column, too many values)."""
+    schema = frame.collect_schema()
+    columns = request.column_map
+    roles = {c for c in (*columns.required().values(), columns.weight) if c}
+    for name in over:
+        if name not in schema:
+            raise InputError(f"slice column {name!r} is not in the input; it has "
+                             f"{sorted(schema.names())}")
+        if name in roles:
+            raise InputError(f"slice column {name!r} is a column the metrics read (sample, "
+                             "label, score, truth or weight): slice by other columns")
+        if name in (*RESULT, W, E):
+            raise InputError(f"slice column {name!r} clashes with the result column of the "
+                             "same name; rename it in the input and slice by that")
+    if len(set(over)) < len(over):
+        raise InputError(f"slice columns repeat: {list(over)}")
+    cuts = []
+    for name in over:
+        if schema[name].is_numeric() and request.quantiles is not None:
+            edges = frame.select(pl.col(name).quantile(q / request.quantiles, "linear")
+                                 .alias(str(q)) for q in range(1, request.quantiles)
+                                 ).collect().row(0)
+            cuts.append(pl.col(name).cut(sorted(set(edges)), left_closed=True).cast(pl.String)
+                        .alias(name))
+    frame = frame.with_columns(cuts) if cuts else frame
+    counts = frame.select(pl.col(name).n_unique() for name in over).collect().row(0)
+    for name, count in zip(over, counts, strict=True):
+        if count > MAX_VALUES:
+            hint = ("; cut it into quantiles with quantiles=N (--quantiles N)"
+                    if schema[name].is_numeric() else "; slice by a coarser column")
+            raise InputError(f"slice column {name!r} has {count} values, more than "
+                             f"{MAX_VALUES}{hint}")
+    values = [frame.select(pl.col(name).unique().sort(nulls_last=False)).collect()
+              .to_series().to_list() for name in over]
+    return frame, values
+
+
+def _rows(frame: pl.LazyFrame, request: Request, task: str, error: pl.Expr) -> pl.LazyFrame:
+    """The slice columns, each row's weight and its error (``w``, ``e``), from the canonical
+    columns (truth as a boolean, or the target for regression)."""
+    schema = frame.collect_schema()
+    columns = request.column_map.for_schema(schema)
+    weight = pl.col(columns.weight).cast(pl.Float64) if columns.weight in schema else pl.lit(1.0)
+    truth = pl.col(columns.truth).cast(pl.Float64 if task == "regression" else pl.Boolean)
+    canonical = frame.with_columns(score=pl.col(columns.score).cast(pl.Float64), truth=truth)
+    return canonical.select(*request.over, weight.alias(W), error.alias(E))
+
+
+def _sliceline(rows: pl.LazyFrame, over: list[str], categories: list[list[Any]],
+               request: Request) -> pl.DataFrame:
+    """SliceLine's top slices of ``rows`` (``w``, ``e``), level by level (see the module)."""
+    rows = rows.collect().lazy()  # every level reads these; kept once
+    totals = rows.select(n=pl.col(W).sum(), error=(pl.col(W) * pl.col(E)).sum()).collect()
+    n, total_error = totals.row(0)
+    if not n:
+        raise InputError("the input has no weight: no slice can be scored")
+    average = total_error / n
+    min_sup = (int(request.min_support * rows.select(pl.len()).collect().item())
+               if isinstance(request.min_support, float) else request.min_support)
+    alpha, k = request.alpha, request.top
+    domains = [len(c) for c in categories]
+    encoded = sum(domains)
+    coded = rows.with_columns(  # each value as its 1-based place among the column's values
+        pl.col(name).replace_strict({v: i + 1 for i, v in enumerate(values) if v is not None},
+                                    return_dtype=pl.Int64).fill_null(1).alias(name)
+        for name, values in zip(over, categories, strict=True))
+
+    def score(size: float, error: float) -> float:
+        if size <= 0:
+            return -math.inf
+        value = alpha * ((error / size) / average - 1) - (1 - alpha) * (n / size - 1)
+        return -math.inf if math.isnan(value) else value
+
+    def bound(c: Candidate) -> float:
+        # the sliceline package's upper bound, its penalty on the encoded columns' count
+        best = -math.inf
+        options = [min_sup, max(c.error / c.max_error, min_sup) if c.max_error > 0 else min_sup,
+                   c.size]
+        for p in options:
+            if p <= 0:
+                continue
+            best = max(best, (alpha * (min(p * c.max_error, c.error) / average - p)
+                              - (1 - alpha) * (encoded - p)) / p)
+        return best
+
+    level = 1
+    evaluated = _evaluate(coded, over, [code for code in _basic(len(over), domains)])
+    evaluated = [c for c in evaluated if c.size >= min_sup and c.error > 0]
+    top = _top(evaluated, [], k, min_sup, score)
+    while evaluated and level < min(len(over), request.max_level):
+        level += 1
+        parents = [c for c in evaluated if c.size >= min_sup and c.error > 0]
+        candidates = _pairs(parents, level)
+        floor = score(top[-1].size, top[-1].error) if top else -math.inf
+        candidates = [c for c in candidates
+                      if c.size >= min_sup and bound(c) > floor and bound(c) > 0]
+        if len(candidates) > MAX_CANDIDATES:
+            raise InputError(f"level {level} has {len(candidates)} candidate slices, more than "
+                             f"{MAX_CANDIDATES}: raise min_support or slice over fewer columns")
+        evaluated = _evaluate(coded, over, [c.code for c in candidates])
+        top = _top(evaluated, top, k, min_sup, score)
+    return _table(top, over, categories, score, average, n,
+                  rows.select(over).collect_schema())
+
+
+def _ranked(frame: pl.LazyFrame, over: list[str], categories: list[list[Any]],
+            request: Request) -> pl.DataFrame:
+    """The slices of at least ``min_support`` samples ranked by the metric, worst first, level
+    by level (a level's candidates: the pairs of surviving slices of the level before), each
+    with its value on the rest of the data."""
+    metric = request.metrics[0]  # type: ignore[index]
+    sample = request.column_map.sample
+    coded = frame.with_columns(
+        pl.col(name).replace_strict({v: i + 1 for i, v in enumerate(values) if v is not None},
+                                    return_dtype=pl.Int64).fill_null(1).alias(f"__{name}")
+        for name, values in zip(over, categories, strict=True))
+    keys = [f"__{name}" for name in over]
+    min_sup = (int(request.min_support * frame.select(pl.col(sample).n_unique()).collect()
+                   .item()) if isinstance(request.min_support, float) else request.min_support)
+    found: list[tuple[tuple[int, ...], float, float | None]] = []
+    level, codes = 1, _basic(len(over), [len(c) for c in categories])
+    while codes:
+        sizes = _sizes(coded, keys, sample, codes)
+        kept = [code for code in codes if sizes[code] >= min_sup]
+        if len(kept) > MAX_CANDIDATES:
+            raise InputError(f"level {level} has {len(kept)} candidate slices, more than "
+                             f"{MAX_CANDIDATES}: raise min_support or slice over fewer columns")
+        values = _values(coded, keys, kept, request)
+        found += [(code, sizes[code], values.get(code)) for code in kept]
+        if level >= min(len(over), request.max_level):
+            break
+        level += 1
+        codes = [c.code for c in _pairs([Candidate(code, 0, 0, 0) for code in kept], level)]
+    worst = sorted((f for f in found if f[2] is not None),
+                   key=lambda f: (f[2] if metric not in LOWER_IS_BETTER else -f[2],
+                                  _tie_order(f[0])))
+    cut = worst[request.top - 1][2] if len(worst) >= request.top else None
+    top = [f for f in worst if cut is None or (f[2] <= cut if metric not in LOWER_IS_BETTER
+                                              else f[2] >= cut)]
+    rest = _rest(coded, keys, [f[0] for f in top], request)
+    types = frame.select(over).collect_schema()
+    return pl.DataFrame({
+        **{name: pl.Series(name, [None if f[0][j] == 0 else categories[j][f[0][j] - 1]
+                                  for f in top], dtype=types[name])
+           for j, name in enumerate(over)},
+        "level": pl.Series([sum(1 for v in f[0] if v) for f in top], dtype=pl.Int64),
+        "size": pl.Series([f[1] for f in top], dtype=pl.Float64),
+        "value": pl.Series([f[2] for f in top], dtype=pl.Float64),
+        "rest_value": pl.Series([rest.get(f[0]) for f in top], dtype=pl.Float64),
+    }).with_columns(difference=pl.col("value") - pl.col("rest_value"))
+
+
+def _slice_rows(coded: pl.LazyFrame, keys: list[str], codes: list[tuple[int, ...]],
+                *, rest: bool = False) -> pl.LazyFrame:
+    """The rows of each slice of ``codes`` (with ``rest``: of the data outside it), once per
+    slice, its code as the column ``__slice``: the slices as segments of one request."""
+    parts = []
+    for code in codes:
+        inside = pl.all_horizontal(pl.col(k) == v for k, v in zip(keys, code, strict=True) if v)
+        parts.append(coded.filter(~inside if rest else inside).with_columns(
+            __slice=pl.lit(",".join(map(str, code)))))
+    return pl.concat(parts).drop(keys)
+
+
+def _sizes(coded: pl.LazyFrame, keys: list[str], sample: str,
+           codes: list[tuple[int, ...]]) -> dict[tuple[int, ...], float]:
+    """Each slice's number of samples: one grouped pass per set of columns the slices use."""
+    sizes: dict[tuple[int, ...], float] = {}
+    by_columns: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
+    for code in codes:
+        by_columns.setdefault(tuple(j for j, v in enumerate(code) if v), []).append(code)
+    plans = [coded.group_by([keys[j] for j in used]).agg(n=pl.col(sample).n_unique())
+             for used in by_columns]
+    for used, frame in zip(by_columns, pl.collect_all(plans), strict=True):
+        counts = {tuple(row[:-1]): row[-1] for row in frame.iter_rows()}
+        for code in by_columns[used]:
+            sizes[code] = counts.get(tuple(code[j] for j in used), 0)
+    return sizes
+
+
+def _values(coded: pl.LazyFrame, keys: list[str], codes: list[tuple[int, ...]],
+            request: Request, *, rest: bool = False) -> dict[tuple[int, ...], float | None]:
+    """The metric of each slice (or of the rest of the data), from one request whose
+    segments are the slices."""
+    if not codes:
+        return {}
+    inner = replace(request, action="evaluate", by=("__slice",), over=(), params={
+        **request.params, "ci": None})
+    rows = run(inner, _slice_rows(coded, keys, codes, rest=rest)).table
+    assert rows is not None
+    average = (request.average or default_averages(request.task or "binary"))[0]
+    picked = rows.filter(pl.col("average").is_null() if average == "none"
+                         else pl.col("average") == average)
+    if average == "none" and picked["label"].n_unique() > 1:
+        raise InputError(f"{request.metrics[0]} has a value per label here: rank slices by "
+                         "one of its averages (average=, --average)")
+    return {tuple(int(v) for v in key.split(",")): value
+            for key, value in picked.select("__slice", "value").iter_rows()}
+
+
+def _rest(coded: pl.LazyFrame, keys: list[str], codes: list[tuple[int, ...]],
+          request: Request) -> dict[tuple[int, ...], float | None]:
+    return _values(coded, keys, codes, request, rest=True)
+
+
+def _basic(features: int, domains: list[int]) -> list[tuple[int, ...]]:
+    """Every one-predicate slice, in the encoded columns' order."""
+    return [tuple(v if j == f else 0 for j in range(features))
+            for f in range(features) for v in range(1, domains[f] + 1)]
+
+
+def _evaluate(coded: pl.LazyFrame, over: list[str],
+              codes: list[tuple[int, ...]]) -> list[Candidate]:
+    """Each slice's weight, weighted error and largest error: one grouped pass per set of
+    columns the slices use, over the rows of those slices only."""
+    by_columns: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
+    for code in codes:
+        by_columns.setdefault(tuple(j for j, v in enumerate(code) if v), []).append(code)
+    plans, keys = [], []
+    for used, group in by_columns.items():
+        names = [over[j] for j in used]
+        wanted = pl.DataFrame([[code[j] for j in used] for code in group], schema=names,
+                              orient="row")
+        plans.append(coded.join(wanted.lazy(), on=names, how="semi").group_by(names).agg(
+            size=pl.col(W).sum(), error=(pl.col(W) * pl.col(E)).sum(),
+            max_error=pl.col(E).max()))
+        keys.append((used, group))
+    found: dict[tuple[int, ...], tuple[float, float, float]] = {}
+    for (used, _), frame in zip(keys, pl.collect_all(plans), strict=True):
+        for row in frame.iter_rows():
+            code = [0] * len(over)
+            for j, v in zip(used, row[:len(used)], strict=True):
+                code[j] = v
+            found[tuple(code)] = row[len(used):]
+    return [Candidate(code, *found.get(code, (0.0, 0.0, 0.0))) for code in codes]
+
+
+def _pairs(parents: list[Candidate], level: int) -> list[Candidate]:
+    """The next level's candidates, as the sliceline package makes them: pairs of parents
+    that share level - 2 predicates, at most one predicate a column, only where every parent
+    of the child is among ``parents`` (then the first pair's statistics, as minima, bound the
+    child's); in the order of the children's ids (columns in order, values 1-based)."""
+    first: dict[tuple[int, ...], Candidate] = {}
+    seen: dict[tuple[int, ...], int] = {}
+    sets = [{(j, v) for j, v in enumerate(p.code) if v} for p in parents]
+    for i, j in combinations(range(len(parents)), 2):
+        if len(sets[i] & sets[j]) != level - 2:
+            continue
+        joined = sets[i] | sets[j]
+        if len({f for f, _ in joined}) != len(joined):
+            continue  # two predicates on one column
+        code = tuple(next((v for f, v in joined if f == c), 0)
+                     for c in range(len(parents[i].code)))
+        seen[code] = seen.get(code, 0) + 1
+        if code not in first:
+            a, b = parents[i], parents[j]
+            first[code] = Candidate(code, min(a.size, b.size), min(a.error, b.error),
+                                    min(a.max_error, b.max_error))
+    complete = level * (level - 1) // 2
+    return [first[code] for code in sorted(first) if seen[code] == complete]
+
+
+def _top(found: list[Candidate], top: list[Candidate], k: int, min_sup: float,
+         score: Callable[[float, float], float]) -> list[Candidate]:
+    """The top slices of ``top`` and ``found``: a score above 0 and at least ``min_sup``
+    weight, those whose rank (ties: the lowest) is at most ``k``, by score and then the
+    sliceline package's order of ties (lexicographic on the encoded columns)."""
+    valid = [c for c in found if c.size >= min_sup and score(c.size, c.error) > 0]
+    if not valid:
+        return top
+    pool = [*top, *valid]
+    scores = [score(c.size, c.error) for c in pool]
+    kept = [c for c, s in zip(pool, scores, strict=True)
+            if 1 + sum(1 for t in scores if t > s) <= k]
+    return sorted(kept, key=lambda c: (-score(c.size, c.error), _tie_order(c.code)))
+
+
+def _tie_order(code: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+    """The encoded slice's place among equal scores, as numpy's lexsort on its 0/1 columns
+    puts it: column by column, a slice without the column first, then the later values."""
+    return tuple((0, 0) if v == 0 else (1, -v) for v in code)
+
+
+def _table(top: list[Candidate], over: list[str], categories: list[list[Any]],
+           score: Callable[[float, float], float], average: float, n: float,
+           types: pl.Schema) -> pl.DataFrame:
+    """One row per slice: its value of each slice column (null where it does not use it),
+    its level, size (weight), value (mean error), the rest's value, score, error sum and
+    largest error."""
+    values = {name: pl.Series(name, [None if c.code[j] == 0 else categories[j][c.code[j] - 1]
+                                     for c in top], dtype=types[name])
+              for j, name in enumerate(over)}
+    return pl.DataFrame({
+        **values,
+        "level": pl.Series([c.level for c in top], dtype=pl.Int64),
+        "size": pl.Series([c.size for c in top], dtype=pl.Float64),
+        "value": pl.Series([c.error / c.size for c in top], dtype=pl.Float64),
+        "rest_value": pl.Series([(average * n - c.error) / (n - c.size) if n > c.size else None
+                                 for c in top], dtype=pl.Float64),
+        "score": pl.Series([score(c.size, c.error) for c in top], dtype=pl.Float64),
+        "error": pl.Series([c.error for c in top], dtype=pl.Float64),
+        "max_error": pl.Series([c.max_error for c in top], dtype=pl.Float64),
+    })
