@@ -264,8 +264,10 @@ def slices(
     (the rest of the data's), ``score``, ``error`` (the weighted error sum) and ``max_error``.
     Every option of :func:`evaluate` (``threshold``, ``task``, ``columns``, ``engine``...).
 
-    >>> rows = slices("fixtures/lake", "error_rate", over=["region", "date"], top=2)
-    >>> rows.select("region", "date", "level", pl.col("score").round(4)).rows()
+    >>> rows = slices("fixtures/lake", "error_rate", over=["region", "date"], by="model",
+    ...               top=2, alpha=0.95)
+    >>> rows.select("model", "region", "level", pl.col("score").round(4)).rows()
+    [('b', 'eu', 2, 0.0852), ('b', None, 1, 0.0112)]
     """
     from mleval_sql.slicing import slices as slicing
 

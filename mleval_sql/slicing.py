@@ -15,8 +15,9 @@ aggregate (row-wise errors) or a segment of one request (other metrics); candida
 l + 1 come only from slices of level l that survive.
 
 >>> import mleval_sql as me
->>> me.slices("fixtures/lake", "error_rate", over=["region", "date"], task="multilabel",
-...           top=3).columns[:3]  # doctest: +SKIP
+>>> me.slices("fixtures/lake", "roc_auc", over=["region", "date"], by="model",
+...           average="macro", top=1).columns[:4]
+['model', 'region', 'date', 'level']
 """
 
 from __future__ import annotations

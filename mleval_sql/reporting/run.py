@@ -26,7 +26,7 @@ from mleval_sql import uncertainty
 from mleval_sql.api import Outcome
 from mleval_sql.api import run as run_request
 from mleval_sql.params import PARAMS
-from mleval_sql.registry import METRICS
+from mleval_sql.registry import LOWER_IS_BETTER, METRICS
 from mleval_sql.reporting.job import (
     MODEL,
     OVERALL,
@@ -41,17 +41,11 @@ from mleval_sql.reporting.job import (
 from mleval_sql.schema import InputError
 from mleval_sql.sources import as_source
 
-#: Metrics where a smaller value is the better one (deltas and rankings turn round for them).
-LOWER_IS_BETTER = frozenset({
-    "fp", "fn", "hamming_loss", "coverage_error", "label_ranking_loss", "one_error",
-    "log_loss", "brier_score", "calibration_error", "mse", "rmse", "mae", "mape",
-})
 #: Metrics that rank nothing: counts.
 NEUTRAL = frozenset({"tp", "tn", "support", "confusion_matrix"})
 SWEEP_METRICS = ("precision", "recall", "f1")
 #: Tasks without ROC, PR, sweep or reliability curves: a job of one of these draws none.
 NO_CURVES = ("regression", "clustering")
-_KEEP = "__keep_"
 #: The options of a request without intervals, whatever the job's ci, resamples and seed.
 NO_INTERVALS = {"ci": None, **{name: PARAMS[name].default for name in ("resamples", "seed")}}
 
