@@ -160,45 +160,21 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True,
                                      metavar="{evaluate,curve,compare,slices,check,metrics,sql,"
                                              "report}")
-    cmd = commands.add_parser("evaluate", help="compute metrics of parquet predictions")
-    _add_inputs(cmd)
-    _add_request(cmd, "evaluate")
-    _add_output(cmd)
-    cmd.set_defaults(run=run_evaluate)
-
-    cmd = commands.add_parser("curve", help="tabulate (and plot) ROC, PR, sweep or "
-                              "reliability curves per segment and label")
-    _add_inputs(cmd)
-    _add_request(cmd, "curve")
-    _add_output(cmd)
-    cmd.add_argument("--plot", type=Path, metavar="FILE.png",
-                     help=f"also draw the curves with matplotlib ({INSTALL_HINT})")
-    cmd.set_defaults(run=run_curve)
-
-    cmd = commands.add_parser("compare", help="is a difference real: models against a baseline "
-                              "on the same samples, or each segment against the rest, with "
-                              "intervals and p-values")
-    _add_inputs(cmd)
-    _add_request(cmd, "compare")
-    _add_output(cmd)
-    cmd.set_defaults(run=run_compare)
-
-    cmd = commands.add_parser("slices", help="where the model is weakest: the worst slices "
-                              "(conjunctions of column = value) by a row-wise error (SliceLine) "
-                              "or any metric")
-    _add_inputs(cmd)
-    cmd.add_argument("--metric", dest="slice_metric", default="error_rate", metavar="NAME",
-                     help="error_rate, log_loss, brier_score, mse, mae (SliceLine's score), or "
-                          "any metric (ranked by its value) (default: error_rate)")
-    _add_request(cmd, "slices", skip=("metrics",))
-    _add_output(cmd)
-    cmd.set_defaults(run=run_slices)
-
-    cmd = commands.add_parser("check", help="only check the input (as every evaluation does "
-                              "first) and print its task")
-    _add_inputs(cmd)
-    _add_request(cmd, "check")
-    cmd.set_defaults(run=run_check)
+    for action, help_text, run in REQUESTS:  # the commands that read inputs: one grammar
+        cmd = commands.add_parser(action, help=help_text)
+        _add_inputs(cmd)
+        if action == "slices":
+            cmd.add_argument("--metric", dest="slice_metric", default="error_rate",
+                             metavar="NAME", help="error_rate, log_loss, brier_score, mse, mae "
+                             "(SliceLine's score), or any metric (ranked by its value) "
+                             "(default: error_rate)")
+        _add_request(cmd, action, skip=("metrics",) if action == "slices" else ())
+        if action != "check":
+            _add_output(cmd)
+        if action == "curve":
+            cmd.add_argument("--plot", type=Path, metavar="FILE.png",
+                             help=f"also draw the curves with matplotlib ({INSTALL_HINT})")
+        cmd.set_defaults(run=run)
 
     cmd = commands.add_parser("metrics", help="list the metrics, their tasks and averages")
     cmd.set_defaults(run=run_metrics)
@@ -225,6 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_inputs(cmd: argparse.ArgumentParser) -> None:
+    """The inputs of a command that reads predictions."""
     cmd.add_argument("inputs", nargs="+", metavar="INPUT",
                      help="parquet file, glob or hive-partitioned folder, local or s3://, gs://, "
                           "az://...; a Delta or Iceberg table (delta://LOCATION, "
@@ -612,6 +589,21 @@ def _error(message: str) -> int:
 def _stopped(signum: int) -> int:
     print(f"{PROG}: stopped by {signal.Signals(signum).name}", file=sys.stderr)
     return STOP_SIGNALS[signal.Signals(signum)]
+
+
+
+#: The commands that take a request over inputs: the action, its help and what runs it.
+REQUESTS: tuple[tuple[Action, str, Callable[[argparse.Namespace], int]], ...] = (
+    ("evaluate", "compute metrics of parquet predictions", run_evaluate),
+    ("curve", "tabulate (and plot) ROC, PR, sweep or reliability curves per segment and label",
+     run_curve),
+    ("compare", "is a difference real: models against a baseline on the same samples, or each "
+     "segment against the rest, with intervals and p-values", run_compare),
+    ("slices", "where the model is weakest: the worst slices (conjunctions of column = value) "
+     "by a row-wise error (SliceLine) or any metric", run_slices),
+    ("check", "only check the input (as every evaluation does first) and print its task",
+     run_check),
+)
 
 
 if __name__ == "__main__":

@@ -50,8 +50,9 @@ STEPS: dict[str, Step] = {s.name: s for s in (
     Step("operating_points", ("curve_points",), None, ("min_recall", "min_precision")),
     Step("curve_rates", ("curve_points",), None, ("kind", "drop_intermediate")),
     # DeLong's variance of the AUC, and each row's placement (a paired test's term)
-    Step("delong", ("curve_points",)),
-    Step("placements", ("predictions", "curve_points"), None, ("bins",)),
+    Step("block_placements", ("curve_points",), "block_placements"),
+    Step("delong", ("block_placements",)),
+    Step("placements", ("predictions", "block_placements"), None, ("bins",)),
     # threshold sweeps: one scan into at most T + 1 buckets per label, then running sums
     Step("threshold_buckets", ("predictions",), "threshold_buckets", ("thresholds", "bins")),
     Step("listed_points", ("threshold_buckets",), "sweep_points", ("thresholds",)),

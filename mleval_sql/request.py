@@ -546,8 +546,8 @@ class Plan:
             ordered.update(dict.fromkeys(family.steps(self.task)))
         if self.delong():  # DeLong's variance from the curve the AUC is read off
             paired = self.request.model is not None  # a comparison of models: each placement
-            ordered.update(dict.fromkeys((*RANKING.stats[self.task], DELONG,
-                                          *([PLACEMENTS] if paired else []))))
+            ordered.update(dict.fromkeys((*RANKING.stats[self.task], "block_placements",
+                                          DELONG, *([PLACEMENTS] if paired else []))))
         fused: dict[str, None] = {}
         for step in ordered:  # a statistic another step's pass also gives is read off that
             instead = FUSED.get(step, (step,))

@@ -1,10 +1,8 @@
 -- delong: DeLong's variance of the ROC AUC of each label (DeLong, DeLong & Clarke-Pearson 1988),
 -- from the curve's blocks of tied scores (the O(n log n) form of Sun & Xu 2014: the sort is
 -- ranked_points').
---   Weights are frequency weights; P and N are the label's positive and negative weight. The
---   positives of block b (weight pos_b, neg_b; tp_b, tn_b at its score) are placed at
---   V10_b = (tn_b + neg_b / 2) / N, the share of negative weight scored below them (ties count
---   one half), its negatives at V01_b = (tp_b - pos_b / 2) / P.
+--   Weights are frequency weights; P and N are the label's positive and negative weight, V10_b
+--   and V01_b the placements of block b's positives and negatives (block_placements.sql).
 --   auc = sum_b pos_b V10_b / P: the trapezoidal AUC (ranking_metrics' roc_auc).
 --   variance = S10 / P + S01 / N, S10 = sum_b pos_b (V10_b - auc)^2 / (P - 1) and
 --   S01 = sum_b neg_b (V01_b - auc)^2 / (N - 1): the deviations summed in a second pass, with
@@ -12,24 +10,15 @@
 --   never a product of weights, so weights of 1e-300 or 1e300 neither under- nor overflow.
 --   NULL: auc where P = 0 or N = 0; variance where P <= 1 or N <= 1. The binned curve
 --   (ranked_points.sql with bins) is read the same way: its blocks are its bins.
--- Reads:  curve_points(segment, label, threshold, tp, fp, fn, tn, pos, neg)  (ranked_points.sql)
+-- Reads:  block_placements(segment, label, threshold, pos, neg, p, n, v10, v01)
 -- Gives:  segment, label, p, n, auc, variance
 WITH placed AS (
-    -- each block's placements and its shares of P and N (the origin's shares are 0)
+    -- each block's shares of P and N (the origin's are 0)
     SELECT
-        c.segment, c.label, totals.p, totals.n,
-        CASE WHEN totals.p > 0 AND totals.n > 0 THEN c.pos / totals.p END AS pos_share,
-        CASE WHEN totals.p > 0 AND totals.n > 0 THEN c.neg / totals.n END AS neg_share,
-        CASE WHEN totals.p > 0 AND totals.n > 0 THEN (c.tn + c.neg / 2) / totals.n END AS v10,
-        CASE WHEN totals.p > 0 AND totals.n > 0 THEN (c.tp - c.pos / 2) / totals.p END AS v01
-    FROM curve_points AS c
-    JOIN (
-        -- P and N from the origin (+inf), where fn = P and tn = N
-        SELECT segment, label, fn AS p, tn AS n
-        FROM curve_points
-        WHERE threshold = CAST('inf' AS DOUBLE)
-    ) AS totals
-        ON totals.segment IS NOT DISTINCT FROM c.segment AND totals.label = c.label
+        segment, label, p, n, v10, v01,
+        CASE WHEN p > 0 AND n > 0 THEN pos / p END AS pos_share,
+        CASE WHEN p > 0 AND n > 0 THEN neg / n END AS neg_share
+    FROM block_placements
 ),
 label_auc AS (
     SELECT segment, label, max(p) AS p, max(n) AS n, sum(pos_share * v10) AS auc

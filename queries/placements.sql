@@ -8,8 +8,8 @@
 --   NULL where P = 0 or N = 0, and for a row whose score only zero-weight rows have (no point
 --   on the curve; the row weighs nothing).
 -- Reads:  predictions(sample, label, score, truth, weight, segment),
---         curve_points(segment, label, threshold, tp, fp, fn, tn, pos, neg)  (ranked_points.sql,
---         with the same $bins)
+--         block_placements(segment, label, threshold, pos, neg, p, n, v10, v01)  (of the curve
+--         of ranked_points.sql with the same $bins)
 -- Params: $bins (NULL: the exact curve; N: scores on the grid 0, 1/N, 2/N, ...)
 -- Gives:  segment, label, sample, truth, weight, placement
 WITH gridded AS (
@@ -27,20 +27,6 @@ scored AS (
             ELSE k / $bins
         END AS score
     FROM gridded
-),
-blocks AS (
-    SELECT
-        c.segment, c.label, c.threshold,
-        CASE WHEN totals.p > 0 AND totals.n > 0 THEN (c.tn + c.neg / 2) / totals.n END AS v10,
-        CASE WHEN totals.p > 0 AND totals.n > 0 THEN (c.tp - c.pos / 2) / totals.p END AS v01
-    FROM curve_points AS c
-    JOIN (
-        -- P and N from the origin (+inf), where fn = P and tn = N
-        SELECT segment, label, fn AS p, tn AS n
-        FROM curve_points
-        WHERE threshold = CAST('inf' AS DOUBLE)
-    ) AS totals
-        ON totals.segment IS NOT DISTINCT FROM c.segment AND totals.label = c.label
 )
 SELECT
     r.segment,
@@ -50,5 +36,5 @@ SELECT
     r.weight,
     CASE WHEN r.truth THEN b.v10 ELSE b.v01 END AS placement
 FROM scored AS r
-LEFT JOIN blocks AS b
+LEFT JOIN block_placements AS b
     ON b.segment IS NOT DISTINCT FROM r.segment AND b.label = r.label AND b.threshold = r.score

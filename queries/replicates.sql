@@ -6,71 +6,38 @@
 --   state: the same sample has the same draws in every segment, label and model, whatever the
 --   order of the rows, the files they are read from, or the engine. A sample's id is its rank
 --   among the distinct samples of the input (sample_ids). The hash is integer arithmetic every
---   SQL engine and polars compute alike (values below 2^32, products below 2^63):
---   k = mix(replicate * 668265261 + seed * 374761393), h = mix(id xor k), with mix(x) three
---   rounds of x xor (x >> 16), times 73244475, modulo 2^32 (Mueller's 32-bit hash); the draw
---   is the smallest n with Poisson(1)'s CDF at n above u = (h + 1/2) / 2^32.
+--   SQL engine and polars compute alike (values below 2^32, sums of products below 2^63):
+--   h = mix(id * 668265261 + replicate * 374761393 + seed * 2654435 modulo 2^32), with mix(x)
+--   x xor (x >> 16), times 73244475, modulo 2^32, twice, then x xor (x >> 16) (Mueller's 32-bit
+--   hash); the draw is the smallest n with Poisson(1)'s CDF at n above u = (h + 1/2) / 2^32.
 -- Reads:  predictions(sample, label, score, truth, weight, segment), sample_ids(sample, id)
 -- Params: $replicates (a list of replicate numbers, BIGINT[]), $seed
 -- Gives:  predictions(sample, label, score, truth, weight, segment), segment = {segment,
 --         replicate}, weight = weight * draw
-WITH keys AS (
-    SELECT replicate, (CAST(replicate AS BIGINT) * 668265261
-                       + CAST($seed AS BIGINT) % 4294967296 * 374761393) % 4294967296 AS x
-    FROM (SELECT unnest(CAST($replicates AS BIGINT[])) AS replicate) AS listed
-),
--- each xor in a column of its own: in other dialects it binds more loosely than arithmetic
-keys_x1 AS (
-    SELECT replicate, xor(x, CAST(floor(x / 65536.0) AS BIGINT)) AS y FROM keys
-),
-keys_m1 AS (
-    SELECT replicate, y * 73244475 % 4294967296 AS x FROM keys_x1
-),
-keys_x2 AS (
-    SELECT replicate, xor(x, CAST(floor(x / 65536.0) AS BIGINT)) AS y FROM keys_m1
-),
-keys_m2 AS (
-    SELECT replicate, y * 73244475 % 4294967296 AS x FROM keys_x2
-),
-replicate_keys AS (
-    SELECT replicate, xor(x, CAST(floor(x / 65536.0) AS BIGINT)) AS k FROM keys_m2
-),
-crossed AS (
+WITH crossed AS (
     SELECT p.sample, p.label, p.score, p.truth, p.weight, p.segment, r.replicate,
-           xor(ids.id % 4294967296, r.k) AS x
+           (ids.id % 4294967296 * 668265261 + CAST(r.replicate AS BIGINT) * 374761393
+            + CAST($seed AS BIGINT) % 4294967296 * 2654435) % 4294967296 AS x
     FROM predictions AS p
     JOIN sample_ids AS ids ON p.sample = ids.sample
-    CROSS JOIN replicate_keys AS r
+    CROSS JOIN (SELECT unnest(CAST($replicates AS BIGINT[])) AS replicate) AS r
 ),
-mixed_x1 AS (
+-- Mueller's hash, a round a step; each xor in parentheses: in other dialects it binds more
+-- loosely than arithmetic
+round1 AS (
     SELECT sample, label, score, truth, weight, segment, replicate,
-           xor(x, CAST(floor(x / 65536.0) AS BIGINT)) AS y
+           (xor(x, CAST(floor(x / 65536.0) AS BIGINT))) * 73244475 % 4294967296 AS x
     FROM crossed
 ),
-mixed_m1 AS (
+round2 AS (
     SELECT sample, label, score, truth, weight, segment, replicate,
-           y * 73244475 % 4294967296 AS x
-    FROM mixed_x1
-),
-mixed_x2 AS (
-    SELECT sample, label, score, truth, weight, segment, replicate,
-           xor(x, CAST(floor(x / 65536.0) AS BIGINT)) AS y
-    FROM mixed_m1
-),
-mixed_m2 AS (
-    SELECT sample, label, score, truth, weight, segment, replicate,
-           y * 73244475 % 4294967296 AS x
-    FROM mixed_x2
-),
-hashed AS (
-    SELECT sample, label, score, truth, weight, segment, replicate,
-           xor(x, CAST(floor(x / 65536.0) AS BIGINT)) AS h
-    FROM mixed_m2
+           (xor(x, CAST(floor(x / 65536.0) AS BIGINT))) * 73244475 % 4294967296 AS x
+    FROM round1
 ),
 drawn AS (
     SELECT sample, label, score, truth, weight, segment, replicate,
-           (h + 0.5) / 4294967296.0 AS u
-    FROM hashed
+           ((xor(x, CAST(floor(x / 65536.0) AS BIGINT))) + 0.5) / 4294967296.0 AS u
+    FROM round2
 )
 SELECT
     sample,

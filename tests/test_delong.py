@@ -26,7 +26,7 @@ from mleval_sql.sources import as_source
 from tests.helpers import assert_frames_close
 from tests.test_portable import BY, COLUMNS, hostile, load
 
-STEPS = ["ranked_points", "delong", "placements"]
+STEPS = ["ranked_points", "block_placements", "delong", "placements"]
 REL = 1e-9  # against the direct computation (pairs summed in another order)
 #: scales of every weight: 2^k exactly, and 1e±100, 1e±300 (P <= 1 there: variance null)
 SCALES = [2.0**-3, 2.0**40, 1e100, 1e-100, 1e300, 1e-300]
@@ -178,12 +178,13 @@ def _steps_on_both(predictions: pl.DataFrame, bins: int | None
     con = duckdb.connect()
     con.register("predictions", predictions)
     con.execute(f"CREATE TABLE curve_points AS {queries.load('ranked_points')}", {"bins": bins})
-    curve = plans.ranked_points(predictions.lazy(), bins=bins)
+    con.execute(f"CREATE TABLE block_placements AS {queries.load('block_placements')}")
+    blocks = plans.block_placements(plans.ranked_points(predictions.lazy(), bins=bins))
     out = []
     for step, keys, polars_plan in (
-            ("delong", ["segment", "label"], plans.delong(curve)),
+            ("delong", ["segment", "label"], plans.delong(blocks)),
             ("placements", ["segment", "label", "sample"],
-             plans.placements(predictions.lazy(), curve, bins=bins))):
+             plans.placements(predictions.lazy(), blocks, bins=bins))):
         sql = queries.load(step)
         from_sql = con.sql(sql, params={p: bins for p in queries.parameters(sql)}).pl()
         out.append((from_sql.sort(keys), polars_plan.collect().sort(keys), keys))

@@ -37,8 +37,8 @@ def draws(samples: pl.Series, replicate: int, seed: int) -> dict[object, int]:
     hashed with the replicate and the seed, through Poisson(1)'s inverse CDF."""
     distinct = sorted(samples.unique().to_list())
     ids = np.arange(len(distinct), dtype=np.uint64)
-    k = mix(np.array([(replicate * 668265261 + seed % M * 374761393) % M], dtype=np.uint64))
-    u = (mix((ids % M) ^ k).astype(np.float64) + 0.5) / M
+    u = (mix((ids % M * 668265261 + replicate * 374761393 + seed % M * 2654435) % M)
+         .astype(np.float64) + 0.5) / M
     drawn = (u[:, None] >= stats.poisson.cdf(np.arange(12), 1)[None, :]).sum(axis=1)
     return dict(zip(distinct, drawn.tolist(), strict=True))
 

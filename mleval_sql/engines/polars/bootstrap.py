@@ -37,10 +37,10 @@ def replicates(predictions: pl.LazyFrame, sample_ids: pl.LazyFrame, *,
     """The predictions once per replicate, each weighed by its sample's Poisson(1) draw; the
     segment becomes ``{segment, replicate}``."""
     keys = pl.LazyFrame({"replicate": list(replicates)}, schema={"replicate": pl.Int64})
-    keys = keys.with_columns(k=_mix((pl.col("replicate") * 668265261
-                                     + seed % _2_32 * 374761393) % _2_32))
     crossed = predictions.join(sample_ids, on="sample").join(keys, how="cross")
-    u = (_mix(pl.col("id") % _2_32 ^ pl.col("k")) + 0.5) / float(_2_32)
+    x = (pl.col("id") % _2_32 * 668265261 + pl.col("replicate") * 374761393
+         + seed % _2_32 * 2654435) % _2_32
+    u = (_mix(x) + 0.5) / float(_2_32)
     draw = pl.sum_horizontal(*(u >= c for c in _POISSON_CDF)).cast(pl.Float64)
     return crossed.select(
         "sample", "label", "score", "truth", pl.col("weight") * draw,

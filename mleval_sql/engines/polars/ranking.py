@@ -14,8 +14,8 @@ import polars as pl
 from mleval_sql.engines.polars._common import keys_as_text, nan_average, truth, weight
 from mleval_sql.registry import RANKING, metrics_of
 
-__all__ = ["curve_counts", "curve_rates", "delong", "ovo_metrics", "pair_counts", "placements",
-           "ranked_points", "ranking_metrics"]
+__all__ = ["block_placements", "curve_counts", "curve_rates", "delong", "ovo_metrics",
+           "pair_counts", "placements", "ranked_points", "ranking_metrics"]
 
 _KEYS = ("segment", "label")
 
@@ -245,18 +245,20 @@ def ranking_metrics(curve_points: pl.LazyFrame, *, max_fpr: float | None, micro:
 
 # -- DeLong's variance of the AUC (queries/delong.sql, queries/placements.sql) --------------------
 
-def _placed_blocks(curve_points: pl.LazyFrame) -> pl.LazyFrame:
+def block_placements(curve_points: pl.LazyFrame) -> pl.LazyFrame:
     """Each point of each label's curve with the label's P and N (fn and tn at its origin, the
     largest on the curve) and the placements of its block: ``v10`` = (tn + neg / 2) / N for
-    its positives, ``v01`` = (tp - pos / 2) / P for its negatives; null where P or N is 0."""
+    its positives, ``v01`` = (tp - pos / 2) / P for its negatives; null where P or N is 0.
+    Mirrors queries/block_placements.sql."""
     totals = curve_points.group_by(*_KEYS).agg(p=pl.col("fn").max(), n=pl.col("tn").max())
     p, n, both = pl.col("p"), pl.col("n"), (pl.col("p") > 0) & (pl.col("n") > 0)
-    return curve_points.join(totals, on=list(_KEYS), nulls_equal=True).with_columns(
+    return curve_points.join(totals, on=list(_KEYS), nulls_equal=True).select(
+        *_KEYS, "threshold", "pos", "neg", "p", "n",
         v10=pl.when(both).then((pl.col("tn") + pl.col("neg") / 2) / n),
         v01=pl.when(both).then((pl.col("tp") - pl.col("pos") / 2) / p))
 
 
-def delong(curve_points: pl.LazyFrame) -> pl.LazyFrame:
+def delong(block_placements: pl.LazyFrame) -> pl.LazyFrame:
     """DeLong's variance of each label's ROC AUC from its curve's blocks (Sun & Xu's sorted
     form), weights as frequency weights: p, n, auc (null where P or N is 0) and variance =
     S10 / P + S01 / N (null where P <= 1 or N <= 1), the squared deviations from the AUC
@@ -264,7 +266,7 @@ def delong(curve_points: pl.LazyFrame) -> pl.LazyFrame:
     products of weights. Mirrors queries/delong.sql."""
     p, n, auc = pl.col("p"), pl.col("n"), pl.col("auc")
     both = (p > 0) & (n > 0)
-    placed = _placed_blocks(curve_points).select(
+    placed = block_placements.select(
         *_KEYS, "p", "n", "v10", "v01",
         pos_share=pl.when(both).then(pl.col("pos") / p),
         neg_share=pl.when(both).then(pl.col("neg") / n))
@@ -284,7 +286,7 @@ def delong(curve_points: pl.LazyFrame) -> pl.LazyFrame:
                 .then(pl.col("s10") / (p - 1) + pl.col("s01") / (n - 1))))
 
 
-def placements(predictions: pl.LazyFrame, curve_points: pl.LazyFrame, *,
+def placements(predictions: pl.LazyFrame, block_placements: pl.LazyFrame, *,
                bins: int | None) -> pl.LazyFrame:
     """Each prediction row's DeLong placement: V10 of its block for a positive row, V01 for a
     negative one (the per-sample term of a paired DeLong test), its block found by its score
@@ -293,7 +295,7 @@ def placements(predictions: pl.LazyFrame, curve_points: pl.LazyFrame, *,
     queries/placements.sql."""
     schema = predictions.collect_schema()
     # the curve's keys as the rows have them (ranked_points gives text keys as Categorical)
-    blocks = (_placed_blocks(curve_points)
+    blocks = (block_placements
               .select(*_KEYS, "v10", "v01", score="threshold")
               .cast({k: schema[k] for k in _KEYS}))
     rows = predictions.select(*_KEYS, "sample", "truth", "weight", score=_gridded(bins))
