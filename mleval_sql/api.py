@@ -251,6 +251,7 @@ def slices(
     top: int = 10,
     alpha: float = 0.6,
     quantiles: int | None = None,
+    fdr: float = 0.05,
     **options: Unpack[ComparisonOptions],
 ) -> pl.DataFrame:
     """The slices of the data where the model is weakest: conjunctions of up to
@@ -262,7 +263,12 @@ def slices(
     One row per slice: the slice's value of each ``over`` column (null where it does not use
     it), ``level``, ``size`` (the samples' weight), ``value`` (its mean error), ``rest_value``
     (the rest of the data's), ``score``, ``error`` (the weighted error sum) and ``max_error``.
-    Every option of :func:`evaluate` (``threshold``, ``task``, ``columns``, ``engine``...).
+    By any other metric: the slices ranked by it, worst first, with the rest's value and the
+    ``difference``. With ``ci``: each slice tested against the rest of the data (DeLong for a
+    ROC AUC, the bootstrap otherwise), and only those significant after Benjamini-Hochberg
+    control at ``fdr`` over the slices tested given, with the difference's ``ci_low``,
+    ``ci_high``, ``p_value`` and ``q_value``. Every option of :func:`evaluate`
+    (``threshold``, ``task``, ``columns``, ``engine``...).
 
     >>> rows = slices("fixtures/lake", "error_rate", over=["region", "date"], by="model",
     ...               top=2, alpha=0.95)
@@ -273,7 +279,7 @@ def slices(
 
     request = Request.build("slices", over=[over] if isinstance(over, str) else over,
                             max_level=max_level, min_support=min_support, top=top, alpha=alpha,
-                            quantiles=quantiles, **options)
+                            quantiles=quantiles, fdr=fdr, **options)
     return slicing(request, source, metric)
 
 

@@ -250,7 +250,7 @@ def _add_request(cmd: argparse.ArgumentParser, action: Action, *, statement: boo
             spec.update(choices=option.choices, metavar=None)
         elif option.name in ("threads", "max_level", "top", "quantiles"):
             spec.update(type=int)
-        elif option.name in ("min_support", "alpha"):
+        elif option.name in ("min_support", "alpha", "fdr"):
             spec.update(type=_number)
         cmd.add_argument(flag, **spec)
     params = [p for p in PARAMS if p not in present and action in actions_of(p)]

@@ -93,7 +93,15 @@ def _against_rest(request: Request, source: Any) -> pl.DataFrame:
              .with_columns(pl.when(mine).then(pl.lit("segment")).otherwise(pl.lit("rest"))
                            .alias(SIDE))
              .drop(list(own.values())))
-    inner = replace(request, action="evaluate", by=(*by, SIDE), against=None)
+    return against_rest(request, sides, by)
+
+
+def against_rest(request: Request, sides: Any, by: Sequence[str]) -> pl.DataFrame:
+    """Each group of ``by`` against the rest of the data: ``sides`` holds, for each group, its
+    rows with ``SIDE`` "segment" and every other row with ``SIDE`` "rest" (groups may
+    overlap: the rows are copies). The rows of :func:`compare` with ``against="rest"``."""
+    by = list(by)
+    inner = replace(request, action="evaluate", by=(*by, SIDE), against=None, over=())
     done = execute(inner, sides)
     keys = _keys(done, by)
     table = tidy(done.plan, done.results, [*by, SIDE])  # type: ignore[arg-type]

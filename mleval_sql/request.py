@@ -134,6 +134,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            _SLICES, statement=False, metavar="A", default=0.6),
     Option("quantiles", "numeric slice columns cut into this many quantile bins", _SLICES,
            statement=False, metavar="N"),
+    Option("fdr", "with ci=: the false discovery rate of the slices' tests against the rest "
+           "(only the slices significant at it are given)", _SLICES, statement=False,
+           metavar="Q", default=0.05),
     Option("engine", "the engine that runs the request (default: duckdb)", statement=False,
            choices=ENGINES),  # the live table: an engine added to it is a choice
     Option("memory_limit", "the memory the engine may use, e.g. 1GB; larger inputs are "
@@ -179,6 +182,7 @@ class Request:
     top: int = 10
     alpha: float = 0.6
     quantiles: int | None = None
+    fdr: float = 0.05
 
     @classmethod
     def build(cls, action: Action, **given: Any) -> Request:
@@ -471,6 +475,12 @@ def _support(value: Any) -> int | float:
     return value
 
 
+def _rate(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+        raise InputError(f"fdr must be a rate in (0, 1), got {value!r}")
+    return float(value)
+
+
 def _alpha(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
         raise InputError(f"alpha must be a number in (0, 1], got {value!r}")
@@ -500,7 +510,7 @@ _CHECKS: dict[str, Any] = {
     "threads": _whole("threads", 1), "storage_options": _storage, "model": _column("model"),
     "against": _choice("against", ("rest",)), "over": _texts("over"),
     "max_level": _whole("max_level", 1), "min_support": _support, "top": _whole("top", 1),
-    "alpha": _alpha, "quantiles": _whole("quantiles", 2),
+    "alpha": _alpha, "quantiles": _whole("quantiles", 2), "fdr": _rate,
 }
 
 

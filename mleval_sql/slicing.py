@@ -31,6 +31,7 @@ from typing import Any
 
 import polars as pl
 
+from mleval_sql import uncertainty
 from mleval_sql.api import run
 from mleval_sql.registry import LOWER_IS_BETTER, METRICS, default_averages
 from mleval_sql.request import Request
@@ -112,21 +113,90 @@ def slices(request: Request, source: Any, metric: str) -> pl.DataFrame:
         if task not in tasks:
             raise InputError(f"{metric} as a row-wise error is for {' and '.join(tasks)} "
                              f"tasks, not {task}")
+    coded = binned.with_columns(  # each value as its 1-based place among the column's values
+        pl.col(name).replace_strict({v: i + 1 for i, v in enumerate(values) if v is not None},
+                                    return_dtype=pl.Int64).fill_null(1).alias(f"__{name}")
+        for name, values in zip(over, categories, strict=True))
+    inner = replace(request, task=task, by=())
     parts = []
-    keys = binned.select(by).unique().sort(by, nulls_last=False).collect() if by else \
+    segments = binned.select(by).unique().sort(by, nulls_last=False).collect() if by else \
         pl.DataFrame([{}])
-    for key in keys.iter_rows(named=True):  # slices within each segment
-        rows = binned.filter(*(pl.col(c).eq_missing(v) for c, v in key.items())) if by \
-            else binned
+    for key in segments.iter_rows(named=True):  # slices within each segment
+        rows = coded.filter(*(pl.col(c).eq_missing(v) for c, v in key.items())) if by \
+            else coded
         if metric in ROW_ERRORS:
-            found = _sliceline(_rows(rows, request, task, error(request.params["threshold"])),
-                               over, categories, request)
+            found, codes = _sliceline(
+                _rows(rows, inner, error(request.params["threshold"])), over, categories,
+                inner, binned.select(over).collect_schema())
         else:
-            found = _ranked(rows, over, categories,
-                            replace(request, metrics=(metric,), task=task, by=()))
-        parts.append(found.select(*(pl.lit(v, dtype=keys.schema[c]).alias(c)
+            found, codes = _ranked(rows, over, categories, replace(inner, metrics=(metric,)))
+        if request.params["ci"] is not None:
+            found = _significant(found.with_columns(slice=pl.Series([_key(c) for c in codes],
+                                                                    dtype=pl.String)),
+                                 _tested(rows, over, codes, inner, metric),
+                                 request).drop("slice")
+        parts.append(found.select(*(pl.lit(v, dtype=segments.schema[c]).alias(c)
                                     for c, v in key.items()), pl.all()))
     return pl.concat(parts, how="vertical_relaxed")
+
+
+#: The registry's metric that tests a row-wise error's slices, and the sign that turns its
+#: difference into the error's.
+_TESTED_AS = {"error_rate": ("accuracy", -1.0)}
+
+
+def _tested(coded: pl.LazyFrame, over: list[str], codes: list[tuple[int, ...]],
+            request: Request, metric: str) -> pl.DataFrame:
+    """Each slice of ``codes`` against the rest of the data (:func:`comparison.against_rest`:
+    DeLong's test for a ROC AUC, the bootstrap's otherwise): ``slice`` (the code), the
+    difference's ``ci_low``, ``ci_high``, ``ci_method`` and ``p_value``."""
+    from mleval_sql.comparison import SIDE, against_rest
+
+    schema = {"slice": pl.String, "ci_low": pl.Float64, "ci_high": pl.Float64,
+              "ci_method": pl.String, "p_value": pl.Float64}
+    if not codes:
+        return pl.DataFrame(schema=schema)
+    keys = [f"__{name}" for name in over]
+    tested, sign = _TESTED_AS.get(metric, (metric, 1.0))
+    sides = pl.concat([coded.with_columns(
+        __slice=pl.lit(_key(code)),
+        **{SIDE: pl.when(pl.all_horizontal(pl.col(k) == v for k, v in zip(keys, code,
+                                                                         strict=True) if v))
+           .then(pl.lit("segment")).otherwise(pl.lit("rest"))}) for code in codes])
+    rows = against_rest(replace(request, metrics=(tested,), action="compare"), sides,
+                        ["__slice"])
+    picked = _picked(rows, request)
+    low, high = (("ci_high", "ci_low") if sign < 0 else ("ci_low", "ci_high"))
+    return picked.select(slice="__slice", ci_low=pl.col(low) * sign,
+                         ci_high=pl.col(high) * sign, ci_method="ci_method",
+                         p_value="p_value").cast(schema)
+
+
+def _significant(found: pl.DataFrame, tested: pl.DataFrame, request: Request) -> pl.DataFrame:
+    """The slices whose difference from the rest is significant: Benjamini-Hochberg's
+    adjusted p-value (``q_value``, over every slice tested) at most ``fdr``."""
+    joined = found.join(tested, on="slice", how="left", maintain_order="left")
+    tests = joined["p_value"].is_not_null()
+    q = pl.Series("q_value", [None] * joined.height, dtype=pl.Float64)
+    if tests.any():
+        q = q.scatter(tests.arg_true(), uncertainty.adjusted(joined["p_value"].filter(tests)))
+    return joined.with_columns(q).filter(pl.col("q_value") <= request.fdr)
+
+
+def _picked(rows: pl.DataFrame, request: Request) -> pl.DataFrame:
+    """The one row per slice that ranks it: the metric's value per label (binary: its one
+    label), else the request's average."""
+    average = (request.average or default_averages(request.task or "binary"))[0]
+    picked = rows.filter(pl.col("average").is_null() if average == "none"
+                         else pl.col("average") == average)
+    if average == "none" and picked.select("__slice").n_unique() < picked.height:
+        raise InputError(f"{request.metrics[0]} has a value per label here: rank slices by "
+                         "one of its averages (average=, --average)")
+    return picked
+
+
+def _key(code: tuple[int, ...]) -> str:
+    return ",".join(map(str, code))
 
 
 def _slice_columns(frame: pl.LazyFrame, over: Sequence[str],
@@ -170,20 +240,24 @@ def _slice_columns(frame: pl.LazyFrame, over: Sequence[str],
     return frame, values
 
 
-def _rows(frame: pl.LazyFrame, request: Request, task: str, error: pl.Expr) -> pl.LazyFrame:
-    """The slice columns, each row's weight and its error (``w``, ``e``), from the canonical
-    columns (truth as a boolean, or the target for regression)."""
+def _rows(frame: pl.LazyFrame, request: Request, error: pl.Expr) -> pl.LazyFrame:
+    """The slice columns' codes, each row's weight and its error (``W``, ``E``), from the
+    canonical columns (truth as a boolean, or the target for regression)."""
     schema = frame.collect_schema()
     columns = request.column_map.for_schema(schema)
     weight = pl.col(columns.weight).cast(pl.Float64) if columns.weight in schema else pl.lit(1.0)
-    truth = pl.col(columns.truth).cast(pl.Float64 if task == "regression" else pl.Boolean)
+    truth = pl.col(columns.truth).cast(pl.Float64 if request.task == "regression"
+                                       else pl.Boolean)
     canonical = frame.with_columns(score=pl.col(columns.score).cast(pl.Float64), truth=truth)
-    return canonical.select(*request.over, weight.alias(W), error.alias(E))
+    return canonical.select(*(f"__{name}" for name in request.over), weight.alias(W),
+                            error.alias(E))
 
 
 def _sliceline(rows: pl.LazyFrame, over: list[str], categories: list[list[Any]],
-               request: Request) -> pl.DataFrame:
-    """SliceLine's top slices of ``rows`` (``w``, ``e``), level by level (see the module)."""
+               request: Request, types: pl.Schema) -> tuple[pl.DataFrame,
+                                                            list[tuple[int, ...]]]:
+    """SliceLine's top slices of ``rows`` (codes, ``W``, ``E``), level by level (see the
+    module), and their codes."""
     rows = rows.collect().lazy()  # every level reads these; kept once
     totals = rows.select(n=pl.col(W).sum(), error=(pl.col(W) * pl.col(E)).sum()).collect()
     n, total_error = totals.row(0)
@@ -195,10 +269,7 @@ def _sliceline(rows: pl.LazyFrame, over: list[str], categories: list[list[Any]],
     alpha, k = request.alpha, request.top
     domains = [len(c) for c in categories]
     encoded = sum(domains)
-    coded = rows.with_columns(  # each value as its 1-based place among the column's values
-        pl.col(name).replace_strict({v: i + 1 for i, v in enumerate(values) if v is not None},
-                                    return_dtype=pl.Int64).fill_null(1).alias(name)
-        for name, values in zip(over, categories, strict=True))
+    keys = [f"__{name}" for name in over]
 
     def score(size: float, error: float) -> float:
         if size <= 0:
@@ -219,7 +290,7 @@ def _sliceline(rows: pl.LazyFrame, over: list[str], categories: list[list[Any]],
         return best
 
     level = 1
-    evaluated = _evaluate(coded, over, [code for code in _basic(len(over), domains)])
+    evaluated = _evaluate(rows, keys, _basic(len(over), domains))
     evaluated = [c for c in evaluated if c.size >= min_sup and c.error > 0]
     top = _top(evaluated, [], k, min_sup, score)
     while evaluated and level < min(len(over), request.max_level):
@@ -232,23 +303,19 @@ def _sliceline(rows: pl.LazyFrame, over: list[str], categories: list[list[Any]],
         if len(candidates) > MAX_CANDIDATES:
             raise InputError(f"level {level} has {len(candidates)} candidate slices, more than "
                              f"{MAX_CANDIDATES}: raise min_support or slice over fewer columns")
-        evaluated = _evaluate(coded, over, [c.code for c in candidates])
+        evaluated = _evaluate(rows, keys, [c.code for c in candidates])
         top = _top(evaluated, top, k, min_sup, score)
-    return _table(top, over, categories, score, average, n,
-                  rows.select(over).collect_schema())
+    return _table(top, over, categories, score, average, n, types), [c.code for c in top]
 
 
-def _ranked(frame: pl.LazyFrame, over: list[str], categories: list[list[Any]],
-            request: Request) -> pl.DataFrame:
+def _ranked(coded: pl.LazyFrame, over: list[str], categories: list[list[Any]],
+            request: Request) -> tuple[pl.DataFrame, list[tuple[int, ...]]]:
     """The slices of at least ``min_support`` samples ranked by the metric, worst first, level
     by level (a level's candidates: the pairs of surviving slices of the level before), each
-    with its value on the rest of the data."""
+    with its value on the rest of the data; and their codes."""
     metric = request.metrics[0]  # type: ignore[index]
     sample = request.column_map.sample
-    coded = frame.with_columns(
-        pl.col(name).replace_strict({v: i + 1 for i, v in enumerate(values) if v is not None},
-                                    return_dtype=pl.Int64).fill_null(1).alias(f"__{name}")
-        for name, values in zip(over, categories, strict=True))
+    frame = coded
     keys = [f"__{name}" for name in over]
     min_sup = (int(request.min_support * frame.select(pl.col(sample).n_unique()).collect()
                    .item()) if isinstance(request.min_support, float) else request.min_support)
@@ -282,7 +349,7 @@ def _ranked(frame: pl.LazyFrame, over: list[str], categories: list[list[Any]],
         "size": pl.Series([f[1] for f in top], dtype=pl.Float64),
         "value": pl.Series([f[2] for f in top], dtype=pl.Float64),
         "rest_value": pl.Series([rest.get(f[0]) for f in top], dtype=pl.Float64),
-    }).with_columns(difference=pl.col("value") - pl.col("rest_value"))
+    }).with_columns(difference=pl.col("value") - pl.col("rest_value")), [f[0] for f in top]
 
 
 def _slice_rows(coded: pl.LazyFrame, keys: list[str], codes: list[tuple[int, ...]],
@@ -293,8 +360,8 @@ def _slice_rows(coded: pl.LazyFrame, keys: list[str], codes: list[tuple[int, ...
     for code in codes:
         inside = pl.all_horizontal(pl.col(k) == v for k, v in zip(keys, code, strict=True) if v)
         parts.append(coded.filter(~inside if rest else inside).with_columns(
-            __slice=pl.lit(",".join(map(str, code)))))
-    return pl.concat(parts).drop(keys)
+            __slice=pl.lit(_key(code))))
+    return pl.concat(parts)
 
 
 def _sizes(coded: pl.LazyFrame, keys: list[str], sample: str,
@@ -323,14 +390,8 @@ def _values(coded: pl.LazyFrame, keys: list[str], codes: list[tuple[int, ...]],
         **request.params, "ci": None})
     rows = run(inner, _slice_rows(coded, keys, codes, rest=rest)).table
     assert rows is not None
-    average = (request.average or default_averages(request.task or "binary"))[0]
-    picked = rows.filter(pl.col("average").is_null() if average == "none"
-                         else pl.col("average") == average)
-    if average == "none" and picked["label"].n_unique() > 1:
-        raise InputError(f"{request.metrics[0]} has a value per label here: rank slices by "
-                         "one of its averages (average=, --average)")
     return {tuple(int(v) for v in key.split(",")): value
-            for key, value in picked.select("__slice", "value").iter_rows()}
+            for key, value in _picked(rows, request).select("__slice", "value").iter_rows()}
 
 
 def _rest(coded: pl.LazyFrame, keys: list[str], codes: list[tuple[int, ...]],
@@ -344,26 +405,25 @@ def _basic(features: int, domains: list[int]) -> list[tuple[int, ...]]:
             for f in range(features) for v in range(1, domains[f] + 1)]
 
 
-def _evaluate(coded: pl.LazyFrame, over: list[str],
+def _evaluate(coded: pl.LazyFrame, keys: list[str],
               codes: list[tuple[int, ...]]) -> list[Candidate]:
     """Each slice's weight, weighted error and largest error: one grouped pass per set of
     columns the slices use, over the rows of those slices only."""
     by_columns: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
     for code in codes:
         by_columns.setdefault(tuple(j for j, v in enumerate(code) if v), []).append(code)
-    plans, keys = [], []
+    plans = []
     for used, group in by_columns.items():
-        names = [over[j] for j in used]
+        names = [keys[j] for j in used]
         wanted = pl.DataFrame([[code[j] for j in used] for code in group], schema=names,
                               orient="row")
         plans.append(coded.join(wanted.lazy(), on=names, how="semi").group_by(names).agg(
             size=pl.col(W).sum(), error=(pl.col(W) * pl.col(E)).sum(),
             max_error=pl.col(E).max()))
-        keys.append((used, group))
     found: dict[tuple[int, ...], tuple[float, float, float]] = {}
-    for (used, _), frame in zip(keys, pl.collect_all(plans), strict=True):
+    for used, frame in zip(by_columns, pl.collect_all(plans), strict=True):
         for row in frame.iter_rows():
-            code = [0] * len(over)
+            code = [0] * len(keys)
             for j, v in zip(used, row[:len(used)], strict=True):
                 code[j] = v
             found[tuple(code)] = row[len(used):]

@@ -115,3 +115,15 @@ def with_reasons(table: pl.DataFrame, *, level: float, resamples: int) -> pl.Dat
             pl.lit(enough)))
     return table.with_columns(reason=pl.when(pl.col("value").is_null()).then(value)
                               .when(pl.col("ci_low").is_null()).then(interval))
+
+
+def adjusted(p: pl.Series) -> pl.Series:
+    """Benjamini-Hochberg's adjusted p-values (q-values) of ``p``, in its order.
+
+    >>> adjusted(pl.Series([0.01, 0.04, 0.03])).round(4).to_list()
+    [0.03, 0.04, 0.04]
+    """
+    m = p.len()
+    ranked = pl.DataFrame({"p": p, "at": range(m)}).sort("p", maintain_order=True)
+    return ranked.with_columns(q=(pl.col("p") * m / pl.int_range(1, m + 1)).reverse()
+                               .cum_min().reverse().clip(upper_bound=1.0)).sort("at")["q"]

@@ -62,11 +62,11 @@ def test_the_top_slices_are_the_sliceline_packages(engine, k, max_l, min_sup, al
     assert (got["score"].diff().drop_nulls() <= 0).all()
 
 
-def test_a_slice_of_poor_ranking_comes_first_by_roc_auc(engine):
-    """(country = fr, device = web) keeps every decision at 0.5 but ranks its rows backwards
-    within each side of the threshold: an ordinary error rate, a poor AUC."""
-    rng = np.random.default_rng(2)
-    n = 6000
+def poor_ranking(seed: int = 2, n: int = 6000) -> tuple[pl.DataFrame, np.ndarray]:
+    """Binary predictions where (country = fr, device = web) keeps every decision at 0.5 but
+    ranks its rows backwards within each side of the threshold: an ordinary error rate, a
+    poor AUC. The frame and the slice's rows."""
+    rng = np.random.default_rng(seed)
     country = rng.choice(["de", "fr", "us", "jp"], n)
     device = rng.choice(["ios", "android", "web"], n)
     truth = rng.random(n) < 0.4
@@ -79,6 +79,11 @@ def test_a_slice_of_poor_ranking_comes_first_by_roc_auc(engine):
                                              0.4 + 0.1 * rng.random(n)), score)
     frame = pl.DataFrame({"country": country, "device": device, "plan": rng.integers(0, 3, n),
                           "sample": np.arange(n), "score": score, "truth": truth})
+    return frame, weak
+
+
+def test_a_slice_of_poor_ranking_comes_first_by_roc_auc(engine):
+    frame, weak = poor_ranking()
     got = me.slices(frame, "roc_auc", over=["country", "device", "plan"], top=3,
                     engine=engine)
     first = got.row(0, named=True)
@@ -94,6 +99,26 @@ def test_a_slice_of_poor_ranking_comes_first_by_roc_auc(engine):
     by_error = me.slices(frame, "error_rate", over=["country", "device", "plan"], top=3,
                          alpha=0.95, engine=engine)
     assert ("fr", "web") not in set(by_error.select("country", "device").rows())
+
+
+def test_with_intervals_only_the_significant_slices_remain(engine):
+    """Each slice tested against the rest of the data (as compare(against="rest") tests a
+    segment), Benjamini-Hochberg over the slices tested: the planted slice stays, with the
+    test of the segment against the rest; slices of noise go."""
+    frame, weak = poor_ranking(n=3000)
+    over = ["country", "device", "plan"]
+    ranked = me.slices(frame, "roc_auc", over=over, top=30, engine=engine)
+    got = me.slices(frame, "roc_auc", over=over, top=30, ci=0.95, fdr=0.05, engine=engine)
+    assert 0 < got.height < ranked.height and (got["q_value"] <= 0.05).all()
+    first = got.row(0, named=True)
+    assert (first["country"], first["device"], first["plan"]) == ("fr", "web", None)
+    parts = frame.with_columns(part=pl.when(pl.Series(weak)).then(pl.lit("in"))
+                               .otherwise(pl.lit("out")))
+    test = me.compare(parts, "roc_auc", against="rest", by="part", engine=engine).filter(
+        part="in").row(0, named=True)
+    for column in ("ci_low", "ci_high", "p_value"):
+        assert math.isclose(first[column], test[column], rel_tol=1e-9), column
+    assert math.isclose(first["difference"], test["value"], rel_tol=1e-12)
 
 
 def test_slices_within_segments_and_quantile_bins():

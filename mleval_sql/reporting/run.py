@@ -422,7 +422,7 @@ def _alerts(metrics: pl.DataFrame, sizes: pl.DataFrame, job: Job,
     tests = int(every["tested"].sum())
     q = pl.Series("q_value", [None] * every.height, dtype=pl.Float64)
     if tests:
-        q = q.scatter(every["tested"].arg_true(), adjusted(every["p_value"].filter(
+        q = q.scatter(every["tested"].arg_true(), uncertainty.adjusted(every["p_value"].filter(
             every["tested"])))
     every = every.with_columns(q)
     significant = pl.Series([job.rules[i].significant for i in every["rule"]])
@@ -467,18 +467,6 @@ def _against(rows: pl.DataFrame, reference: pl.Expr, *, baseline: bool,
     if baseline and "paired_p" in out.columns:
         out = out.with_columns(p_value=pl.coalesce("paired_p", "p_value"))
     return out
-
-
-def adjusted(p: pl.Series) -> pl.Series:
-    """Benjamini-Hochberg's adjusted p-values (q-values) of ``p``, in its order.
-
-    >>> adjusted(pl.Series([0.01, 0.04, 0.03])).round(4).to_list()
-    [0.03, 0.04, 0.04]
-    """
-    m = p.len()
-    ranked = pl.DataFrame({"p": p, "at": range(m)}).sort("p", maintain_order=True)
-    return ranked.with_columns(q=(pl.col("p") * m / pl.int_range(1, m + 1)).reverse()
-                               .cum_min().reverse().clip(upper_bound=1.0)).sort("at")["q"]
 
 
 def wide_table(result: Result) -> pl.DataFrame:
