@@ -9,11 +9,12 @@ from typing import Any
 
 from mleval_sql import plot
 from mleval_sql.api import check, compare, curve, evaluate, slices
+from mleval_sql.errors import SklearnDefaultWarning
 from mleval_sql.registry import METRICS
 from mleval_sql.schema import Columns, InputError
 
-__all__ = ["METRICS", "Columns", "InputError", "check", "compare", "curve", "evaluate", "plot",
-           "report", "slices", "sql"]
+__all__ = ["METRICS", "Columns", "InputError", "SklearnDefaultWarning", "check", "compare",
+           "curve", "evaluate", "plot", "report", "slices", "sql"]
 __version__ = "0.1.0"
 
 

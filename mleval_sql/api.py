@@ -23,6 +23,7 @@ import polars as pl
 from mleval_sql import clustering, uncertainty
 from mleval_sql.engines import ENGINES, Engine, EngineName, make_engine
 from mleval_sql.engines.segments import ROW_BYTES, with_progress
+from mleval_sql.errors import note_sklearn_default
 from mleval_sql.params import DEFAULTS
 from mleval_sql.progress import stage
 from mleval_sql.request import (
@@ -366,6 +367,7 @@ def execute(request: Request, source: Any) -> Execution:
         params = request.engine_params(plan)
         numeric = task in ("regression", "clustering")
         results = runner.results(plan.steps(), params, numeric_truth=numeric, keep=plan.rows())
+        _note_skipped_samples(results)
         replicated = _replicated(runner, plan, params, by, numeric_truth=numeric,
                                  rows=int(summary["n_rows"].sum()))
     except engine_errors() as error:
@@ -377,6 +379,29 @@ def execute(request: Request, source: Any) -> Execution:
     finally:
         runner.close()
     return Execution(task, plan, results, replicated, sizes)
+
+
+#: What a sample lacks where a samples-averaged metric is 0/0.
+_UNDEFINED_WHERE = {"precision": "no predicted label", "recall": "no true label",
+                    **dict.fromkeys(("f1", "fbeta", "jaccard"), "no true and no predicted label")}
+
+
+def _note_skipped_samples(results: dict[str, pl.DataFrame]) -> None:
+    """A note where a mean over samples left out samples whose value is 0/0, which
+    scikit-learn's default (``zero_division="warn"``) counts as 0: another number."""
+    rows = results.get("sample_metrics")
+    if rows is None or "undefined_samples" not in rows.columns:
+        return
+    skipped = rows.filter(pl.col("average") == "samples", pl.col("undefined_samples") > 0)
+    skipped = skipped.sort("metric")
+    for metric, n in skipped.group_by("metric", maintain_order=True).agg(
+            pl.col("undefined_samples").sum()).iter_rows():
+        note_sklearn_default(
+            f"{metric}:samples",
+            f"{metric} with average='samples': {n} sample{'s' if n != 1 else ''} with "
+            f"{_UNDEFINED_WHERE.get(metric, 'an undefined value')} (0/0) left out of the mean, "
+            f"where scikit-learn's default (zero_division='warn') counts them as 0; "
+            f"zero_division=0 gives scikit-learn's number")
 
 
 def _replicated(runner: Engine, plan: Plan, params: dict[str, object], by: list[str], *,

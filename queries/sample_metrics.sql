@@ -2,12 +2,14 @@
 -- (weighted by sample weight), as scikit-learn's average='samples' (multilabel).
 -- Reads:  sample_counts(segment, sample, weight, tp, fp, fn, top_true)  (sample_counts.sql)
 -- Params: $beta (of F-beta), $zero_division (the value of 0/0: 0, 1 or NULL)
--- Gives:  segment, metric, average, label, value
+-- Gives:  segment, metric, average, label, value, undefined_samples
 --   precision, recall, f1, fbeta, jaccard with average 'samples': the weighted mean of the
 --   per-sample values, skipping NULLs (0/0 with zero_division NULL). As in scikit-learn, the
 --   counts of a sample are scaled by its weight, so a zero-weight sample's values are 0/0.
 --   Every value here is a mean weighted by the samples' weights: NULL in a segment whose
 --   weights are all 0 (scikit-learn refuses such weights).
+--   undefined_samples: how many samples of positive weight the mean skipped (0/0: where
+--   scikit-learn's default, zero_division='warn', counts them as 0 instead).
 --   subset_accuracy: share of samples whose every label is decided right (exact match).
 --   adjusted_accuracy: share of samples whose top-scored label is true.
 WITH params AS (
@@ -56,6 +58,7 @@ SELECT
     CASE WHEN metric IN ('subset_accuracy', 'adjusted_accuracy') THEN NULL ELSE 'samples' END
         AS average,
     NULL AS label,
-    sum(value * weight) / nullif(sum(weight) FILTER (WHERE value IS NOT NULL), 0) AS value
+    sum(value * weight) / nullif(sum(weight) FILTER (WHERE value IS NOT NULL), 0) AS value,
+    count(*) FILTER (WHERE value IS NULL AND weight > 0) AS undefined_samples
 FROM long
 GROUP BY segment, metric

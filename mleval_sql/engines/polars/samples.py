@@ -43,9 +43,12 @@ def sample_metrics(sample_counts: pl.LazyFrame, *, beta: float,
                           value_name="value")
     return long.group_by("segment", "metric").agg(
         value=weighted_mean(pl.col("value"), weight),
+        # samples of positive weight the mean skipped (0/0), which scikit-learn counts as 0
+        undefined_samples=(pl.col("value").is_null() & (weight > 0)).sum().cast(pl.Int64),
     ).select(
         "segment", "metric",
         average=pl.when(pl.col("metric").is_in(SAMPLE_AVERAGED)).then(pl.lit("samples")),
         label=pl.lit(None),
         value="value",
+        undefined_samples="undefined_samples",
     )
