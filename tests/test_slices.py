@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from itertools import combinations
 
 import numpy as np
 import polars as pl
@@ -99,6 +100,42 @@ def test_a_slice_of_poor_ranking_comes_first_by_roc_auc(engine):
     by_error = me.slices(frame, "error_rate", over=["country", "device", "plan"], top=3,
                          alpha=0.95, engine=engine)
     assert ("fr", "web") not in set(by_error.select("country", "device").rows())
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_slices_by_auc_are_those_of_every_slice_evaluated(engine, weighted):
+    """The bounded ROC AUC (only slices whose bounds reach the top evaluated) against every
+    slice evaluated by ``by=``: the same slices, values and rest values, on scores with many
+    ties, with weights, and a slice of one class (its AUC undefined: never ranked)."""
+    rng = np.random.default_rng(5)
+    frame, _ = poor_ranking(n=4000)
+    frame = frame.with_columns(score=pl.col("score").round(3),
+                               weight=pl.Series(rng.integers(1, 4, frame.height) * 0.5),
+                               truth=pl.when(pl.col("plan") == 2, pl.col("device") == "ios")
+                               .then(False).otherwise(pl.col("truth")))
+    if not weighted:
+        frame = frame.drop("weight")
+    over, top = ["country", "device", "plan"], 12
+    got = me.slices(frame, "roc_auc", over=over, top=top, min_support=60, engine=engine)
+    every = []
+    for used in ([c] for c in over), combinations(over, 2):
+        for columns in used:
+            values = me.evaluate(frame, "roc_auc", by=list(columns)).join(
+                frame.group_by(columns).len(), on=list(columns))
+            every += [({c: row[c] for c in columns}, row["value"])
+                      for row in values.iter_rows(named=True)
+                      if row["len"] >= 60 and row["value"] is not None]
+    every.sort(key=lambda s: s[1])
+    cut = every[top - 1][1]
+    want = {tuple(s.get(c) for c in over): v for s, v in every if v <= cut}
+    assert got.height == len(want) >= top
+    for row in got.iter_rows(named=True):
+        key = tuple(row[c] for c in over)
+        assert math.isclose(row["value"], want[key], rel_tol=1e-12), key
+        inside = pl.all_horizontal(pl.col(c) == v for c, v in zip(over, key, strict=True)
+                                   if v is not None)
+        rest = me.evaluate(frame.filter(~inside), "roc_auc")["value"].item()
+        assert math.isclose(row["rest_value"], rest, rel_tol=1e-12), key
 
 
 def test_with_intervals_only_the_significant_slices_remain(engine):
