@@ -116,9 +116,10 @@ def slices(request: Request, source: Any, metric: str) -> pl.DataFrame:
         if task not in tasks:
             raise InputError(f"{metric} as a row-wise error is for {' and '.join(tasks)} "
                              f"tasks, not {task}")
-    coded = binned.with_columns(  # each value as its 1-based place among the column's values
+    # each value as its 1-based place among the column's values, in two bytes (MAX_VALUES)
+    coded = binned.with_columns(
         pl.col(name).replace_strict({v: i + 1 for i, v in enumerate(values) if v is not None},
-                                    return_dtype=pl.Int64).fill_null(1).alias(f"__{name}")
+                                    return_dtype=pl.UInt16).fill_null(1).alias(f"__{name}")
         for name, values in zip(over, categories, strict=True))
     inner = replace(request, task=task, by=())
     parts = []
