@@ -1,5 +1,5 @@
 """The parameter table is the one place a parameter is declared: the API's signatures, the
-command line, the result columns, the registry and the README agree with it, and a segment
+command line, the result columns, the registry and the documentation agree with it, and a segment
 column named like any result column gets one clear error on every engine."""
 
 from __future__ import annotations
@@ -52,10 +52,17 @@ def test_every_parameter_is_a_flag_of_evaluate_with_its_default() -> None:
         assert param.flag in text
 
 
-def test_the_readme_lists_every_parameter() -> None:
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    assert params_markdown() in readme, "README's parameter table differs: paste " \
-        "mleval_sql.cli.params_markdown()"
+def test_the_documentation_lists_every_parameter() -> None:
+    """The parameters page of the documentation is made from the table (docs/hooks.py)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "docs_hooks", Path(__file__).parents[1] / "docs" / "hooks.py")
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    page = hooks.parameters_page()
+    assert params_markdown() in page
+    assert all(f"`{p.flag}`" in page for p in PARAMS.values())
 
 
 def test_result_columns_cover_every_parameter_shown() -> None:

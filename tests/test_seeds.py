@@ -1,9 +1,9 @@
-"""The seeds' worked examples (shared/seeds/000-004) checked on both engines.
+"""The worked examples of ``fixtures/seeds/`` checked on both engines.
 
 Fixtures and expected values live in ``fixtures/seeds/`` (see ``fixtures/README.md``): each case
 of ``expected.json`` names a CSV in long format, the arguments of ``mleval_sql.evaluate`` and the
 complete list of rows it must give. Values agree to 1e-9 relative; an undefined value must be null
-(``None``), never NaN or 0. Seed 004's ROC points are checked threshold by threshold as
+(``None``), never NaN or 0. Case 004's ROC points are checked threshold by threshold as
 tpr = recall and fpr = 1 - specificity.
 """
 
