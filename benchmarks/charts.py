@@ -8,8 +8,9 @@ JSON and as SVG charts, each dated and labelled with the machine that ran it.
 ``run`` runs ``benchmarks/lake.py`` with the arguments after ``--`` (its report goes to the
 terminal as usual), reads the tables it prints, writes them to ``results.json`` and draws the
 charts, all in ``--output`` (default ``docs/performance``). ``draw`` draws them again from a
-``results.json``, or from the saved output of an earlier ``lake.py`` run (then ``--date`` and
-``--machine`` say when and where it ran; by default today and this machine). Charts:
+``results.json``, or from the saved output of an earlier ``lake.py`` run (then ``--date``,
+``--machine`` and ``--command`` say when, where and how it ran; by default today, this machine
+and nothing). Charts:
 
 - ``time.svg``: wall time of the exact request (checks, ROC AUC, average precision, P/R/F1 per
   segment and label) on each engine, of scikit-learn and of a plain scan, by rows;
@@ -112,15 +113,19 @@ def _pyplot() -> Any:
 
 
 def _label(doc: dict[str, Any]) -> str:
-    command = f" · benchmarks/lake.py {doc['command']}" if doc.get("command") else ""
+    command = f"\npython benchmarks/lake.py {doc['command']}" if doc.get("command") else ""
     return f"{doc['date']} · {doc['machine']}{command}"
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
 def _save(fig: Any, path: Path, doc: dict[str, Any], title: str) -> None:
     fig.text(0.01, 0.01, _label(doc), fontsize=7, color="#555555")
     fig.savefig(path, format="svg", metadata={
         "Title": title, "Creator": CREATOR, "Date": doc["date"],
-        "Description": _label(doc)})
+        "Description": _label(doc).replace("\n", "; ")})
 
 
 def _rows(n: int) -> str:
@@ -148,7 +153,7 @@ def _bars(doc: dict[str, Any], key: str, ylabel: str, title: str, path: Path) ->
         bars = ax.bar(xs, heights, width * 0.95, label=HEADLINE[step], color=COLORS[step],
                       yerr=errors if key == "wall_s" and any(map(any, errors)) else None,
                       capsize=2, error_kw={"elinewidth": 0.8})
-        ax.bar_label(bars, fmt="%.3g", fontsize=7, padding=2)
+        ax.bar_label(bars, [_number(h) for h in heights], fontsize=7, padding=2)
     ax.set_xticks(range(len(runs)), [_rows(r["rows"]) for r in runs])
     ax.set_ylabel(ylabel)
     rounds = runs[0].get("rounds", 1)
@@ -156,7 +161,7 @@ def _bars(doc: dict[str, Any], key: str, ylabel: str, title: str, path: Path) ->
                           key == "wall_s" else ""), fontsize=10)
     ax.spines[["top", "right"]].set_visible(False)
     ax.legend(frameon=False, fontsize=8)
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     _save(fig, path, doc, title)
     plt.close(fig)
 
@@ -164,9 +169,9 @@ def _bars(doc: dict[str, Any], key: str, ylabel: str, title: str, path: Path) ->
 def _steps(doc: dict[str, Any], path: Path) -> None:
     plt = _pyplot()
     run = max(doc["runs"], key=lambda r: r["rows"])
-    rows = [r for r in run["steps"]]
+    rows = list(run["steps"])
     sklearn = next((r["wall_s"] for r in rows if r["step"] == "sklearn"), None)
-    fig, ax = plt.subplots(figsize=(7, 0.28 * len(rows) + 1.2))
+    fig, ax = plt.subplots(figsize=(7, 0.28 * len(rows) + 1.5))
     names = [r["step"] for r in rows][::-1]
     values = [r["wall_s"] for r in rows][::-1]
     colors = [COLORS.get(n, "#6f9bd1" if n.endswith("polars") else "#f0c36a"
@@ -174,12 +179,12 @@ def _steps(doc: dict[str, Any], path: Path) -> None:
     bars = ax.barh(names, values, color=colors)
     if sklearn:
         ax.axvline(sklearn, color="#444444", linewidth=0.8, linestyle="--")
-        ax.bar_label(bars, [f"{v:.3g} s ({sklearn / v:.2g}x)" if v else "" for v in values],
+        ax.bar_label(bars, [f"{_number(v)} s ({sklearn / v:.2g}x)" if v else "" for v in values],
                      fontsize=7, padding=2)
     ax.set_xlabel("wall seconds (in brackets: scikit-learn's time / the step's)")
     ax.set_title(f"Every step at {_rows(run['rows'])}", fontsize=10)
     ax.spines[["top", "right"]].set_visible(False)
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    fig.tight_layout(rect=(0, 0.09, 1, 1))
     _save(fig, path, doc, f"Every step at {_rows(run['rows'])}")
     plt.close(fig)
 
@@ -208,6 +213,7 @@ def main(argv: list[str] | None = None) -> None:
     again.add_argument("source", type=Path)
     again.add_argument("--date", help="of a saved output's run (default: today)")
     again.add_argument("--machine", help="of a saved output's run (default: this machine)")
+    again.add_argument("--command", default="", help="a saved output's lake.py arguments")
     for cmd in (run, again):
         cmd.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
     args = parser.parse_args(argv)
@@ -223,7 +229,7 @@ def main(argv: list[str] | None = None) -> None:
     else:
         doc = results(parse_output(args.source.read_text(encoding="utf-8")),
                       date=args.date or dt.date.today().isoformat(),
-                      machine=args.machine or this_machine(), command="")
+                      machine=args.machine or this_machine(), command=args.command)
     for path in draw(doc, args.output):
         print(f"wrote {path}")
 

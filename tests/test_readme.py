@@ -1,4 +1,5 @@
-"""The README's two commands: CI runs the test command verbatim, and the main job works."""
+"""The README's two commands: CI runs the test command verbatim, and the main job works (the
+README's other examples run in tests/test_docs.py, with the documentation's)."""
 
 from __future__ import annotations
 
@@ -41,17 +42,3 @@ def test_readme_main_job_runs_on_the_fixture(capsys, monkeypatch):
                         ("macro",), [], DEFAULT_PARAMS)["value"].item()
         assert average == ("null" if metric == "subset_accuracy" else "macro")
         assert threshold == "0.5" and float(value) == round(want, 6), (model, metric)
-
-
-def test_readme_command_line_examples_run(capsys, monkeypatch, tmp_path):
-    """The examples on fixtures/clicks.csv: a binary log in CSV, without a label column."""
-    monkeypatch.chdir(ROOT)
-    blocks = re.findall(r"```bash\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
-    lines = [line for block in blocks[2:] for line in block.splitlines()
-             if line.startswith("mleval ") and "fixtures/clicks.csv" in line]
-    assert len(lines) >= 3
-    for line in lines:
-        argv = [str(tmp_path / a) if a.endswith(".png") else a for a in shlex.split(line)[1:]]
-        assert main(argv) == 0, line
-        out = capsys.readouterr().out
-        assert "prob" in out or "wrote" in out

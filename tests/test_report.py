@@ -136,16 +136,16 @@ def test_summary_and_alerts(example):
     assert all(a["p_value"] is None and a["q_value"] is None for a in summary["alerts"])
 
 
-def test_readme_shows_the_example_job():
+def test_the_guide_shows_the_example_job():
     import re
 
     from mleval_sql.reporting.job import toml
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "guides" / "reports.md").read_text(encoding="utf-8")
     assert "mleval report examples/report.toml --output report/" in readme
-    assert "(docs/report.png)" in readme and (ROOT / "docs" / "report.png").is_file()
+    assert "(../report.png)" in readme and (ROOT / "docs" / "report.png").is_file()
     assert all((ROOT / "docs" / name).is_file()
-               for name in re.findall(r"\(docs/([\w.-]+\.png)\)", readme))
+               for name in re.findall(r"\(\.\./([\w.-]+\.png)\)", readme))
     (block,) = re.findall(r"```toml\n(.*?)```", readme, flags=re.S)
     shown = Job.from_dict(toml().loads(block), base=EXAMPLE.parent)
     example = Job.load(EXAMPLE)
