@@ -323,7 +323,7 @@ def _described(param: Param) -> str:
 
 
 def params_markdown() -> str:
-    """The parameters as a Markdown table (the README's)."""
+    """The parameters as a Markdown table (the documentation's parameters page)."""
     rows = ["| parameter | flag | default | meaning |", "|---|---|---|---|"]
     rows += [f"| `{p.name}` | `{p.flag}` | `{_spelled(p.default)}` | {_described(p)} |"
              for p in PARAMS.values()]

@@ -1,7 +1,7 @@
 """Every parameter of a request declared once: its default, type and bounds, help text, and
 whether (and on which rows) it shows as a result column. ``evaluate``/``curve`` take their
 defaults from here and check values with :func:`checked`; the command line builds its flags and
-help from here; the result columns and the README's parameter table derive from it. The
+help from here; the result columns and the documentation's parameter table derive from it. The
 metrics that use a parameter say so themselves (``Metric.params`` in the registry).
 
 >>> PARAMS["beta"].default, PARAMS["beta"].flag

@@ -93,7 +93,7 @@ AVERAGING = STEPS["label_averages"]
 RELATIONS = tuple(dict.fromkeys(r for s in STEPS.values() for r in (*s.reads, s.gives) if r))
 
 #: Averages over labels, as scikit-learn names them; "none" means one value per label and
-#: "macro_std" is the population standard deviation of the per-label values (seed 001).
+#: "macro_std" is the population standard deviation of the per-label values.
 LABEL_AVERAGES = ("none", "micro", "macro", "weighted", "macro_std")
 AVERAGES = (*LABEL_AVERAGES, "samples", "variance_weighted")
 
