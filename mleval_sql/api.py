@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -26,6 +26,7 @@ from mleval_sql.engines.segments import ROW_BYTES, with_progress
 from mleval_sql.errors import note_sklearn_default
 from mleval_sql.params import DEFAULTS
 from mleval_sql.progress import stage
+from mleval_sql.registry import CURVES
 from mleval_sql.request import (
     DELONG,
     CurveKind,
@@ -69,12 +70,14 @@ def engine_errors() -> tuple[type[BaseException], ...]:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What a request gave: the task, its table (none for ``check``) and the size of each
-    segment (``*by, rows, samples, weight``: the weight of its samples)."""
+    """What a request gave: the task, its table (none for ``check``), the size of each
+    segment (``*by, rows, samples, weight``: the weight of its samples) and, for an evaluation
+    with ``curves=``, the table that draws each curve (``roc`` and ``pr``: the same table)."""
 
     task: Task
     table: pl.DataFrame | None
     sizes: pl.DataFrame
+    curves: Mapping[str, pl.DataFrame] = field(default_factory=dict)
 
 
 def evaluate(
@@ -187,6 +190,7 @@ def curve(
     bins: int | None = DEFAULTS["bins"],
     n_bins: int = DEFAULTS["n_bins"],
     drop_intermediate: bool | None = None,
+    max_points: int | None = None,
     **options: Unpack[SourceOptions],
 ) -> pl.DataFrame:
     """A curve per (segment, label) as a table, thresholds descending (the origin first).
@@ -194,9 +198,14 @@ def curve(
     ``roc`` and ``pr``: one row per distinct score (tied scores are one threshold) plus the
     origin (threshold +inf), ``*by, label, threshold, tp, fp, fn, tn, tpr, fpr, precision,
     recall``; ``drop_intermediate`` drops the points scikit-learn drops (default: True for roc,
-    False for pr, as scikit-learn). ``sweep``: the same columns at ``thresholds`` or at ``bins``
-    + 1 evenly spaced thresholds. ``reliability``: ``*by, label, bin, lower, upper, mean_score,
-    observed_rate, weight`` over ``n_bins`` equal-width bins (non-empty ones).
+    False for pr, as scikit-learn). ``max_points`` (N >= 8; 0 or None: every point): a curve
+    of more points keeps, in each of B equal-width bins of its x axis (fpr for roc, recall
+    for pr; B = N/2 for roc, N/4 for pr), its first and last point and (pr) its points of
+    lowest and highest precision: at most N points, and the curve drawn through them (lines
+    or steps) is within 1/B of the exact one horizontally (``params.curve_bins``). ``sweep``:
+    the same columns at ``thresholds`` or at ``bins`` + 1 evenly spaced thresholds.
+    ``reliability``: ``*by, label, bin, lower, upper, mean_score, observed_rate, weight`` over
+    ``n_bins`` equal-width bins (non-empty ones).
 
     >>> table = curve("fixtures/lake", "roc", by="model")
     >>> table.columns
@@ -205,7 +214,8 @@ def curve(
     inf
     """
     request = Request.build("curve", kind=kind, thresholds=thresholds, bins=bins,
-                            n_bins=n_bins, drop_intermediate=drop_intermediate, **options)
+                            n_bins=n_bins, drop_intermediate=drop_intermediate,
+                            max_points=max_points, **options)
     return run(request, source).table  # type: ignore[return-value]
 
 
@@ -302,7 +312,16 @@ def run(request: Request, source: Any) -> Outcome:
         table = _with_intervals(table, done.plan, done.results, done.replicated, by)
     return Outcome(done.task,
                    widen(table, by, sweep=done.plan.sweep) if request.wide else table,
-                   done.sizes)
+                   done.sizes, _drawn(request, done, by))
+
+
+def _drawn(request: Request, done: Execution, by: list[str]) -> dict[str, pl.DataFrame]:
+    """The curves an evaluation was asked to draw (``curves=``), by kind: one table of the
+    points of its ROC and PR curves, and the reliability table."""
+    assert done.plan is not None
+    tables = {step: curve_table(done.plan, done.results, by, step=step)
+              for step in dict.fromkeys(CURVES[kind][-1] for kind in request.curves)}
+    return {kind: tables[CURVES[kind][-1]] for kind in request.curves}
 
 
 @dataclass(frozen=True)

@@ -219,8 +219,8 @@ def _add_request(cmd: argparse.ArgumentParser, action: Action, *, statement: boo
     declaration; a list takes the flag repeated or a comma-separated list."""
     present = {a.dest for a in cmd._actions}
     for option in OPTIONS.values():
-        if action not in option.actions or option.name in present or option.name in skip \
-                or (statement and not option.statement) or option.name == "connection":
+        if action not in option.command_actions or option.name in present \
+                or option.name in skip or (statement and not option.statement):
             continue
         flag = FLAGS.get(option.name, option.flag)
         if option.name == "drop_intermediate":
@@ -248,7 +248,7 @@ def _add_request(cmd: argparse.ArgumentParser, action: Action, *, statement: boo
             spec.update(choices=offered, default=offered[0], metavar=None)
         elif option.choices:
             spec.update(choices=option.choices, metavar=None)
-        elif option.name in ("threads", "max_level", "top", "quantiles"):
+        elif option.name in ("threads", "max_level", "top", "quantiles", "max_points"):
             spec.update(type=int)
         elif option.name in ("min_support", "alpha", "fdr"):
             spec.update(type=_number)
@@ -291,7 +291,7 @@ def request(args: argparse.Namespace, action: Action, *,
     joined, pairs as a mapping), which build the request."""
     given: dict[str, Any] = {}
     for option in OPTIONS.values():
-        if action not in option.actions or option.name in ("connection", "kind") \
+        if action not in option.command_actions or option.name == "kind" \
                 or (statement and not option.statement):
             continue
         value = getattr(args, option.name, None)

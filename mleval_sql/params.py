@@ -137,7 +137,28 @@ CURVE_PARAMS: dict[str, Param] = _params(
     Param("kind", "roc", "the curve", "choice", choices=("roc", "pr", "sweep", "reliability")),
     Param("drop_intermediate", None, "drop the points scikit-learn drops (default: True for "
           "roc, False for pr, as scikit-learn)", "choice", choices=(True, False)),
+    Param("max_points", None, "at most this many points per roc / pr curve (0: every point): "
+          "in each of B equal-width bins of its x axis (fpr, recall) its first, last, lowest "
+          "and highest point, so that the curve drawn through them stays within 1/B of the "
+          "exact one (B = N/2 for roc, N/4 for pr)", "whole", low=0, metavar="N"),
 )
+#: The fewest points a thinned curve may be asked for (``max_points``): a bin of each kind
+#: when a report draws ROC and PR curves from one table.
+MIN_POINTS = 8
+
+
+def curve_bins(kind: str, max_points: int) -> dict[str, int]:
+    """The bins of each curve's x axis that ``max_points`` gives (queries/curve_rates.sql):
+    the thinned curve and the exact one are within ``1 / bins`` of each other horizontally.
+    ``kind`` "both": one table draws ROC and PR curves, half of the points each.
+
+    >>> curve_bins("roc", 400), curve_bins("both", 400)
+    ({'roc': 200}, {'roc': 100, 'pr': 50})
+    """
+    shares = {"roc": {"roc": 2}, "pr": {"pr": 4}, "both": {"roc": 4, "pr": 8}}[kind]
+    return {name: max_points // share for name, share in shares.items()}
+
+
 #: Switches of the steps that the request sets from what was asked, never a user's value.
 SWITCHES: dict[str, Param] = _params(
     Param("micro", True, "pool every label's curve into one (asked: the micro average); the "

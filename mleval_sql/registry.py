@@ -48,7 +48,7 @@ STEPS: dict[str, Step] = {s.name: s for s in (
     Step("curve_counts", ("curve_points",), "confusion_counts", ("threshold",)),
     Step("ranking_metrics", ("curve_points",), None, ("max_fpr", "micro"), averaged=True),
     Step("operating_points", ("curve_points",), None, ("min_recall", "min_precision")),
-    Step("curve_rates", ("curve_points",), None, ("kind", "drop_intermediate")),
+    Step("curve_rates", ("curve_points",), None, ("kind", "drop_intermediate", "max_points")),
     # DeLong's variance of the AUC, and each row's placement (a paired test's term)
     Step("block_placements", ("curve_points",), "block_placements"),
     Step("delong", ("block_placements",)),

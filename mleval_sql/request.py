@@ -29,7 +29,7 @@ import polars as pl
 
 from mleval_sql.clustering import CELL_COLUMNS
 from mleval_sql.engines import ENGINES, memory_bytes
-from mleval_sql.params import CURVE_PARAMS, PARAM_COLUMNS, PARAMS, checked
+from mleval_sql.params import CURVE_PARAMS, MIN_POINTS, PARAM_COLUMNS, PARAMS, checked
 from mleval_sql.registry import (
     AVERAGES,
     CURVES,
@@ -48,6 +48,9 @@ from mleval_sql.schema import TASKS, Columns, InputError, Task
 Action = Literal["evaluate", "curve", "check", "compare", "slices"]
 ACTIONS: tuple[Action, ...] = ("evaluate", "curve", "check", "compare", "slices")
 CurveKind = Literal["roc", "pr", "sweep", "reliability"]
+#: The curves an evaluation can draw from its own pass (``curves=``): a sweep is decision
+#: metrics at other thresholds, a request of its own.
+DRAWN = ("roc", "pr", "reliability")
 #: The metrics a request computes when none are named, per task.
 DEFAULT_METRICS: dict[Task, tuple[str, ...]] = {
     **dict.fromkeys(("binary", "multiclass", "multilabel"),
@@ -73,8 +76,10 @@ class Option:
 
     ``name``: the API keyword and the job file's key. ``actions``: the requests that take it;
     ``statement``: whether ``mleval sql`` does (options about running, such as the engine, do
-    not). ``arity``: how the command line takes it: one ``value``, a ``list`` (the flag
-    repeated, or comma-separated), ``pairs`` (``KEY=VALUE``, repeated) or a ``switch``.
+    not); ``commands``: the actions whose command has its flag, where not all of them (a
+    connection, or what only a program uses, has none). ``arity``: how the command line
+    takes it: one ``value``, a ``list`` (the flag repeated, or comma-separated), ``pairs``
+    (``KEY=VALUE``, repeated) or a ``switch``.
     """
 
     name: str
@@ -85,6 +90,12 @@ class Option:
     metavar: str | None = None
     choices: Collection[str] = ()
     default: Any = None
+    commands: tuple[Action, ...] | None = None  # the commands with its flag (None: actions)
+
+    @property
+    def command_actions(self) -> tuple[Action, ...]:
+        """The actions whose command (``mleval evaluate``...) takes it as a flag."""
+        return self.actions if self.commands is None else self.commands
 
     @property
     def flag(self) -> str:
@@ -113,6 +124,12 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("kind", CURVE_PARAMS["kind"].help, ("curve",), choices=CURVE_PARAMS["kind"].choices),
     Option("drop_intermediate", CURVE_PARAMS["drop_intermediate"].help, ("curve",),
            arity="switch"),
+    Option("max_points", CURVE_PARAMS["max_points"].help, ("curve", "evaluate"), metavar="N",
+           commands=("curve",)),
+    Option("curves", "evaluate: also the tables that draw these curves (roc, pr: one table "
+           "of the points of both; reliability), from the same pass as the metrics (a report "
+           "job's charts); Outcome.curves", ("evaluate",), statement=False, arity="list",
+           choices=DRAWN, default=(), commands=()),
     Option("wide", "one row per segment and label, one column per metric (and average) instead "
            "of one row per value", ("evaluate",), statement=False, arity="switch",
            default=False),
@@ -149,7 +166,7 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("as_of", "a Delta table's version or an Iceberg snapshot id (or an ISO timestamp: "
            "the version then); default: the current one", statement=False, metavar="N"),
     Option("connection", "a DuckDB connection, or a database's for engine='sql'",
-           statement=False),
+           statement=False, commands=()),
 )}
 
 
@@ -164,6 +181,8 @@ class Request:
     params: Mapping[str, Any] = field(default_factory=checked)
     kind: CurveKind | None = None
     drop_intermediate: bool | None = None
+    max_points: int | None = None
+    curves: tuple[str, ...] = ()
     by: tuple[str, ...] = ()
     columns: Mapping[str, str | None] = field(default_factory=dict)
     engine: str = next(iter(ENGINES))
@@ -207,6 +226,10 @@ class Request:
         values["params"] = checked(**{k: v for k, v in given.items() if k in PARAMS})
         if action == "compare":
             _check_comparison(values)
+        if "max_points" in values and action == "evaluate" and not set(
+                values.get("curves", ())) & {"roc", "pr"}:
+            raise InputError("max_points thins roc and pr curves: it goes with curves=['roc', "
+                             "'pr'] (or a curve request: --kind roc --max-points N)")
         if action == "slices" and not values.get("over"):
             raise InputError("slices: name the columns slices are made of (over=, --over)")
         if values["params"]["ci"] is None and given.keys() & {"resamples", "seed"}:
@@ -298,6 +321,10 @@ class Request:
             raise InputError(f"{', '.join(self.metric_names(task))} cannot be swept over "
                              f"thresholds for task {task!r}; sweeps cover the label-wise "
                              "decision metrics of binary and multilabel tasks")
+        if self.curves:
+            if task in ("regression", "clustering"):
+                raise InputError(f"curves are for classification tasks, not {task}")
+            plan.drawn = tuple(dict.fromkeys(s for k in self.curves for s in CURVES[k]))
         return plan
 
     def _curve_plan(self, task: Task) -> Plan:
@@ -313,12 +340,16 @@ class Request:
         the request sets from what was asked."""
         names = self.metric_names(plan.task)
         kind = self.kind or "roc"
+        drop = (kind == "roc") if self.drop_intermediate is None else self.drop_intermediate
+        drawn = [k for k in ("roc", "pr") if k in self.curves]
+        if drawn:  # an evaluation's curves, to draw: one table of the points of each kind
+            kind, drop = "both" if len(drawn) == 2 else drawn[0], True
         return {**self.params,
                 "micro": "micro" in self.averages(plan.task),
                 "adjusted": "adjusted_mutual_info" in names,
                 "kind": kind,
-                "drop_intermediate": (kind == "roc") if self.drop_intermediate is None
-                else self.drop_intermediate}
+                "drop_intermediate": drop,
+                "max_points": self.max_points or None}
 
     @property
     def column_map(self) -> Columns:
@@ -342,7 +373,7 @@ def _check_taken(action: Action, name: str, kind: str | None) -> None:
     if action not in actions:
         raise InputError(f"{name} does not apply to {action} (it is an option of "
                          f"{' / '.join(actions)})")
-    if action == "curve" and name in {*_CURVE_PARAMS, "drop_intermediate"}:
+    if action == "curve" and name in {*_CURVE_PARAMS, "drop_intermediate", "max_points"}:
         kinds = _CURVE_PARAMS.get(name, ("roc", "pr"))
         if (kind or CURVE_PARAMS["kind"].default) not in kinds:
             raise InputError(f"{name} does not apply to a {kind or 'roc'} curve (only to "
@@ -501,6 +532,24 @@ def _bool(option: str) -> Any:
     return check
 
 
+def _points(value: Any) -> int:
+    """0 (every point), or at least :data:`~mleval_sql.params.MIN_POINTS`."""
+    if isinstance(value, bool) or not isinstance(value, int) or not (
+            value == 0 or value >= MIN_POINTS):
+        raise InputError(f"max_points must be 0 (every point) or a whole number >= "
+                         f"{MIN_POINTS}, got {value!r}")
+    return value
+
+
+def _curves(value: str | Sequence[str]) -> tuple[str, ...]:
+    kinds = (value,) if isinstance(value, str) else tuple(value)
+    for kind in kinds:
+        if kind not in DRAWN:
+            raise InputError(f"curves: an evaluation draws {list(DRAWN)} (a sweep is a request "
+                             f"of its own: kind='sweep'), got {kind!r}")
+    return tuple(dict.fromkeys(kinds))
+
+
 _CHECKS: dict[str, Any] = {
     "metrics": _names, "by": _texts("by"), "task": _choice("task", TASKS),
     "average": _averages, "columns": _columns, "kind": _choice("kind", CURVE_PARAMS["kind"]
@@ -511,6 +560,7 @@ _CHECKS: dict[str, Any] = {
     "against": _choice("against", ("rest",)), "over": _texts("over"),
     "max_level": _whole("max_level", 1), "min_support": _support, "top": _whole("top", 1),
     "alpha": _alpha, "quantiles": _whole("quantiles", 2), "fdr": _rate,
+    "max_points": _points, "curves": _curves,
 }
 
 
@@ -534,6 +584,7 @@ class Plan:
     curve: tuple[str, ...] = ()
     keep: dict[str, dict[str, set[str | None]]] = field(default_factory=dict)
     families: dict[str, Family] = field(default_factory=dict)
+    drawn: tuple[str, ...] = ()  # an evaluation's curves (``curves=``): their steps
 
     def add(self, family: Family, metric: str, average: str | None) -> None:
         self.families[family.name] = family
@@ -558,6 +609,7 @@ class Plan:
             paired = self.request.model is not None  # a comparison of models: each placement
             ordered.update(dict.fromkeys((*RANKING.stats[self.task], "block_placements",
                                           DELONG, *([PLACEMENTS] if paired else []))))
+        ordered.update(dict.fromkeys(self.drawn))  # read off the same statistics
         fused: dict[str, None] = {}
         for step in ordered:  # a statistic another step's pass also gives is read off that
             instead = FUSED.get(step, (step,))
@@ -711,10 +763,13 @@ def unpack_segment(frame: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
 
 
 def curve_table(plan: Plan, results: Mapping[str, pl.DataFrame],
-                by: Sequence[str]) -> pl.DataFrame:
+                by: Sequence[str], *, step: str | None = None) -> pl.DataFrame:
     """A curve request's rows: one per (segment, label) and point, thresholds descending (the
-    origin first), as every curve table; a sweep's from its decision metrics."""
-    if plan.sweep:
+    origin first), as every curve table; a sweep's from its decision metrics. ``step``: the
+    rows of that final step instead (an evaluation's curves)."""
+    if step is not None:
+        out = unpack_segment(results[step], by)
+    elif plan.sweep:
         rows = tidy(plan, results, by)
         wide = rows.pivot(on="metric", index=[*by, "label", "threshold"], values="value")
         fp, tn = pl.col("fp"), pl.col("tn")

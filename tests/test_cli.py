@@ -445,20 +445,22 @@ def test_arguments_map_onto_curve(monkeypatch: pytest.MonkeyPatch,
                "--task", "multilabel", "--engine", "polars", "--thresholds", "0,0.5",
                "--n-bins", "7", "--keep-intermediate", "--column", "score=prob",
                "--memory-limit", "1GB", "--format", "csv")[0] == 0
-    assert run(capsys, "curve", "a.parquet", "--bins", "3", "--drop-intermediate")[0] == 0
+    assert run(capsys, "curve", "a.parquet", "--bins", "3", "--drop-intermediate",
+               "--max-points", "200")[0] == 0
     assert run(capsys, "curve", "a.parquet")[0] == 0
     assert calls == [
         ((["a.parquet", "b/"], "sweep"), {
             "by": ["model"], "task": "multilabel", "engine": "polars", "thresholds": [0.0, 0.5],
-            "bins": None, "n_bins": 7, "drop_intermediate": False,
+            "bins": None, "n_bins": 7, "drop_intermediate": False, "max_points": None,
             "columns": {"score": "prob"}, "memory_limit": "1GB"}),
         ((["a.parquet"], "roc"), {
             "by": [], "task": None, "engine": "duckdb", "thresholds": None, "bins": 3,
-            "n_bins": 10, "drop_intermediate": True, "columns": {}, "memory_limit": None}),
+            "n_bins": 10, "drop_intermediate": True, "max_points": 200, "columns": {},
+            "memory_limit": None}),
         ((["a.parquet"], DEFAULTS["kind"]), {
             "by": [], "task": None, "engine": "duckdb", "thresholds": None, "bins": None,
-            "n_bins": DEFAULTS["n_bins"], "drop_intermediate": None, "columns": {},
-            "memory_limit": None}),
+            "n_bins": DEFAULTS["n_bins"], "drop_intermediate": None, "max_points": None,
+            "columns": {}, "memory_limit": None}),
     ]
 
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from mleval_sql.engines.polars._common import keys_as_text, nan_average, truth, weight
+from mleval_sql.params import curve_bins
 from mleval_sql.registry import RANKING, metrics_of
 
 __all__ = ["block_placements", "curve_counts", "curve_rates", "delong", "ovo_metrics",
@@ -311,34 +312,58 @@ def placements(predictions: pl.LazyFrame, block_placements: pl.LazyFrame, *,
 def _kept_by_sklearn(kind: str) -> pl.Expr:
     """The points scikit-learn's roc_curve / precision_recall_curve(drop_intermediate=True) keep:
     the first, the last, and (roc) corners where the second difference of fp or tp is not 0,
-    (pr) points whose tp differs from the previous or the next point's."""
+    (pr) points whose tp differs from the previous or the next point's; ("both") either."""
     keys = ("segment", "label")
     tp, fp = pl.col("tp"), pl.col("fp")
     tp_prev, tp_next = tp.shift(1).over(keys), tp.shift(-1).over(keys)
-    if kind == "pr":
-        kept = (tp != tp_prev) | (tp_next != tp)
-    else:
-        fp_prev, fp_next = fp.shift(1).over(keys), fp.shift(-1).over(keys)
-        kept = (((fp_next - fp) - (fp - fp_prev)) != 0) | (((tp_next - tp) - (tp - tp_prev)) != 0)
+    fp_prev, fp_next = fp.shift(1).over(keys), fp.shift(-1).over(keys)
+    pr = (tp != tp_prev) | (tp_next != tp)
+    roc = (((fp_next - fp) - (fp - fp_prev)) != 0) | (((tp_next - tp) - (tp - tp_prev)) != 0)
+    kept = pr if kind == "pr" else roc if kind == "roc" else pr | roc
     return tp_prev.is_null() | tp_next.is_null() | kept
 
 
-def curve_rates(curve_points: pl.LazyFrame, *, kind: str,
-                drop_intermediate: bool) -> pl.LazyFrame:
-    """The ROC / PR curve table: counts and rates at every distinct score, plus the origin."""
+def curve_rates(curve_points: pl.LazyFrame, *, kind: str, drop_intermediate: bool,
+                max_points: int | None = None) -> pl.LazyFrame:
+    """The ROC / PR curve table: counts and rates at every distinct score, plus the origin;
+    with ``max_points``, thinned (:func:`thinned`)."""
     tp, fp, fn, tn = (pl.col(c) for c in ("tp", "fp", "fn", "tn"))
     origin = tp + fp == 0  # every other point predicts some weight positive
     points = curve_points.filter(~origin)
     if drop_intermediate:  # thresholds are distinct within a label: one sort orders them all
         points = points.sort("threshold", descending=True).filter(_kept_by_sklearn(kind))
     table = pl.concat([curve_points.filter(origin), points], how="diagonal")
-    return keys_as_text(table).select(
+    rates = keys_as_text(table).select(
         *_KEYS, "threshold", "tp", "fp", "fn", "tn",
         tpr=pl.when(tp + fn != 0).then(tp / (tp + fn)),
         fpr=pl.when(fp + tn != 0).then(fp / (fp + tn)),
         precision=pl.when(origin).then(1.0).when(tp + fp != 0).then(tp / (tp + fp)),
-        recall=pl.when(tp + fn != 0).then(tp / (tp + fn)),
     )
+    if max_points:
+        rates = thinned(rates, kind, max_points)
+    return rates.with_columns(recall=pl.col("tpr"))
+
+
+def thinned(rates: pl.LazyFrame, kind: str, max_points: int) -> pl.LazyFrame:
+    """A curve of more than ``max_points`` points keeps, in each bin of its x axis (fpr for
+    roc, recall for pr; :func:`mleval_sql.params.curve_bins`), its first and last point and (pr)
+    its points of lowest and highest precision, the higher threshold on a tie."""
+    threshold, precision = pl.col("threshold"), pl.col("precision")
+    keep = pl.len().over(_KEYS) <= max_points
+    columns = []
+    for name, bins in curve_bins(kind, max_points).items():
+        x = pl.col("fpr" if name == "roc" else "tpr")
+        columns.append(pl.when(x.is_null()).then(-1.0)
+                       .otherwise(pl.min_horizontal((x * float(bins)).floor(), bins - 1.0))
+                       .alias(f"{name}_bin"))
+        group = [*_KEYS, f"{name}_bin"]
+        keep = keep | (threshold == threshold.max().over(group)) | (
+            threshold == threshold.min().over(group))
+        if name == "pr":
+            low = threshold.sort_by([precision, -threshold]).first()
+            high = threshold.sort_by([precision, threshold], descending=True).first()
+            keep = keep | (threshold == low.over(group)) | (threshold == high.over(group))
+    return rates.with_columns(columns).filter(keep).drop(c.meta.output_name() for c in columns)
 
 
 # -- one-vs-one multiclass AUC (queries/pair_counts.sql, queries/ovo_metrics.sql) ---------------
