@@ -213,7 +213,8 @@ def test_the_curve_without_the_checks_numbers_its_own_groups(spark):
     frame = make_predictions("multilabel", 8, n_samples=60).with_columns(
         pl.when(pl.col("sample").hash(seed=1) % 4 == 0).then(None)
         .otherwise(pl.col("region")).alias("region"))
-    params = {"bins": None, "kind": "pr", "drop_intermediate": False}
+    params = {"bins": None, "kind": "pr", "drop_intermediate": False,
+              "max_points": None}
     steps = CURVES["pr"]
     curves = []
     for checked in (True, False):
