@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import polars as pl
 
 from mleval_sql import clustering, uncertainty
-from mleval_sql.engines import ENGINES, Engine, EngineName, make_engine
+from mleval_sql.engines import ENGINES, Engine, EngineName, Keep, make_engine
 from mleval_sql.engines.segments import ROW_BYTES, with_progress
 from mleval_sql.errors import note_sklearn_default
 from mleval_sql.params import DEFAULTS
 from mleval_sql.progress import stage
-from mleval_sql.registry import CURVES
+from mleval_sql.registry import CURVES, DECISIONS
 from mleval_sql.request import (
     DELONG,
     CurveKind,
@@ -362,7 +362,8 @@ def execute(request: Request, source: Any) -> Execution:
         LOG.info("counts are weighted by column %r (columns={'weight': None}, --column weight= "
                  "to ignore it)", weight)
     options = {k: v for k, v in request.source_options().items()
-               if k in ("memory_limit", "threads", "connection") and v is not None}
+               if k in ("memory_limit", "threads", "reproducible", "connection")
+               and v not in (None, False)}
     runner = make_engine(request.engine, src, cols, weight, by, clustering=clusters, **options)
     try:
         with stage("checks"):
@@ -385,8 +386,10 @@ def execute(request: Request, source: Any) -> Execution:
             check_probabilities(summary, cols, asked)
         params = request.engine_params(plan)
         numeric = task in ("regression", "clustering")
-        results = runner.results(plan.steps(), params, numeric_truth=numeric, keep=plan.rows())
+        results = runner.results(plan.steps(), params, numeric_truth=numeric,
+                                 keep=_with_labels(plan.rows()))
         _note_skipped_samples(results)
+        _note_skipped_labels(results, plan)
         replicated = _replicated(runner, plan, params, by, numeric_truth=numeric,
                                  rows=int(summary["n_rows"].sum()))
     except engine_errors() as error:
@@ -421,6 +424,54 @@ def _note_skipped_samples(results: dict[str, pl.DataFrame]) -> None:
             f"{_UNDEFINED_WHERE.get(metric, 'an undefined value')} (0/0) left out of the mean, "
             f"where scikit-learn's default (zero_division='warn') counts them as 0; "
             f"zero_division=0 gives scikit-learn's number")
+
+
+#: What a label lacks in a segment where a metric of its rows is 0/0.
+_UNDEFINED_LABEL = {"precision": "never predicted", "recall": "never true",
+                    **dict.fromkeys(("f1", "fbeta", "jaccard"), "neither true nor predicted")}
+#: The averages over labels that skip a label whose value is 0/0 (:func:`_note_skipped_labels`).
+_OVER_LABELS = ("macro", "weighted")
+
+
+def _with_labels(keep: Keep) -> Keep:
+    """``keep`` with the per-label rows of the decision metrics where an average over labels
+    is asked, whose undefined labels :func:`_note_skipped_labels` counts (a few rows per
+    segment; the result keeps only the rows asked)."""
+    asked = keep.get(DECISIONS.final)
+    if asked is None or not set(_OVER_LABELS) & set(asked[1]) or "none" in asked[1]:
+        return keep
+    return {**keep, DECISIONS.final: (asked[0], sorted({*asked[1], "none"}))}
+
+
+def _note_skipped_labels(results: dict[str, pl.DataFrame], plan: Plan) -> None:
+    """A note where a macro or weighted mean over labels left out labels whose value is 0/0
+    (precision of a label never predicted, ...), which scikit-learn's default
+    (``zero_division="warn"``) counts as 0: another number."""
+    rows = results.get(DECISIONS.final)
+    if rows is None or plan.request.params["zero_division"] is not None:
+        return
+    wanted = {(m, a) for family, metrics in plan.keep.items()
+              if plan.families[family].final == DECISIONS.final
+              for m, averages in metrics.items() if m in _UNDEFINED_LABEL
+              for a in averages if a in _OVER_LABELS}
+    if not wanted:
+        return
+    undefined = rows.filter(pl.col("average").is_null(), pl.col("label").is_not_null(),
+                            pl.col("value").is_null())
+    averaged = rows.filter(pl.col("average").is_in(_OVER_LABELS), pl.col("value").is_not_null())
+    skipped = averaged.join(undefined.select("segment", "metric", "label"),
+                            on=["segment", "metric"], nulls_equal=True)
+    for (metric, average), group in sorted(skipped.group_by("metric", "average"),
+                                           key=lambda g: (str(g[0][0]), str(g[0][1]))):
+        if (metric, average) not in wanted:
+            continue
+        n = group.select("segment", "label").unique().height
+        note_sklearn_default(
+            f"{metric}:{average}",
+            f"{metric} with average={average!r}: {n} label{'s' if n != 1 else ''} of a "
+            f"segment {_UNDEFINED_LABEL[metric]} there (0/0) left out of the mean, where "
+            "scikit-learn's default (zero_division='warn') counts them as 0; "
+            "zero_division=0 gives scikit-learn's number")
 
 
 def _replicated(runner: Engine, plan: Plan, params: dict[str, object], by: list[str], *,

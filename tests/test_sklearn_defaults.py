@@ -1,6 +1,7 @@
 """Where a default gives another number than scikit-learn's default, a note says so once per
-process, as scikit-learn's UndefinedMetricWarning does: a mean over samples leaves out the
-samples whose value is 0/0, which scikit-learn's ``zero_division="warn"`` counts as 0."""
+process, as scikit-learn's UndefinedMetricWarning does: a mean over samples, or a macro or
+weighted mean over labels, leaves out the values that are 0/0, which scikit-learn's
+``zero_division="warn"`` counts as 0."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import warnings
 import numpy as np
 import polars as pl
 import pytest
-from sklearn.metrics import f1_score
+from sklearn.metrics import f1_score, precision_score
 
 import mleval_sql as me
 from mleval_sql import errors
@@ -74,3 +75,46 @@ def test_the_command_line_prints_the_note(tmp_path, capsys):
                  "--task", "multilabel"]) == 0
     err = capsys.readouterr().err
     assert err.startswith("mleval: note: f1 with average='samples': 1 sample with no true")
+
+
+# multiclass, three labels over two segments: c is never predicted in segment x (its precision
+# is 0/0 there), every label is predicted in segment y
+CLASSES = {"x": (["a", "b", "c", "a", "b", "c"], ["a", "b", "a", "a", "a", "b"]),
+           "y": (["a", "b", "c"], ["a", "c", "b"])}
+CLASS_ROWS = pl.DataFrame([
+    {"seg": seg, "sample": f"{seg}{i}", "label": label, "score": float(label == p),
+     "truth": label == t}
+    for seg, (truth, decided) in CLASSES.items()
+    for i, (t, p) in enumerate(zip(truth, decided, strict=True)) for label in "abc"])
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "polars"])
+def test_a_skipped_label_is_noted_once(engine: str):
+    def precision(**options: object) -> tuple[pl.DataFrame, list[str]]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            rows = me.evaluate(CLASS_ROWS, "precision", average=["macro", "weighted"], by="seg",
+                               task="multiclass", engine=engine, **options)
+        return rows, [str(w.message) for w in caught if w.category is me.SklearnDefaultWarning]
+
+    rows, notes = precision()
+    assert rows.height == 4  # the per-label rows the note reads are not in the result
+    x = rows.filter(seg="x", average="macro")["value"].item()
+    assert x == pytest.approx((2 / 4 + 1 / 2) / 2)  # a: 2 of 4, b: 1 of 2, c left out
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert precision_score(*CLASSES["x"], average="macro") == pytest.approx(
+            (2 / 4 + 1 / 2 + 0) / 3)
+    assert notes == [
+        f"precision with average={average!r}: 1 label of a segment never predicted there (0/0) "
+        "left out of the mean, where scikit-learn's default (zero_division='warn') counts "
+        "them as 0; zero_division=0 gives scikit-learn's number"
+        for average in ("macro", "weighted")]
+    assert precision()[1] == []  # once per process
+    errors._NOTED.clear()
+    zero, notes = precision(zero_division=0)
+    assert notes == []
+    for seg, (truth, decided) in CLASSES.items():
+        for average in ("macro", "weighted"):
+            assert zero.filter(seg=seg, average=average)["value"].item() == pytest.approx(
+                precision_score(truth, decided, average=average, zero_division=0))
