@@ -134,7 +134,8 @@ def imported(thing: Callable[..., Any] | str) -> Callable[..., Any]:
 #: reads a Spark DataFrame, a catalog table or parquet files with Spark and runs there. Neither
 #: evaluates clustering nor takes a memory budget.
 ENGINES: dict[str, EngineEntry] = {e.name: e for e in (
-    EngineEntry("duckdb", "mleval_sql.engines.duckdb:DuckDBEngine", ("connection", "threads")),
+    EngineEntry("duckdb", "mleval_sql.engines.duckdb:DuckDBEngine",
+                ("connection", "threads", "reproducible")),
     EngineEntry("polars", "mleval_sql.engines.polars.engine:PolarsEngine"),
     EngineEntry("sql", "mleval_sql.engines.sql:SQLEngine",
                 reader="mleval_sql.engines.sql:database_table", offered=False,

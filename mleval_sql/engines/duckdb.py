@@ -30,6 +30,14 @@ from mleval_sql.registry import AVERAGING, RELATIONS, STEPS
 from mleval_sql.schema import Columns, InputError
 from mleval_sql.sources import ArrowDataset, Csv, DuckDBRelation, InMemory, Parquet, Source
 
+#: The steps whose values do not depend on the order of their rows where every weight is 1:
+#: counts, sums of whole numbers (exact in any order), extremes, and rows picked by their keys.
+#: With ``reproducible`` they run on every thread; the others on one.
+ORDER_FREE = frozenset({
+    "validate_summary", "cluster_summary", "threshold_counts", "argmax_matrix", "matrix_counts",
+    "ranked_points", "curve_counts", "curve_rates", "threshold_buckets", "listed_points",
+    "sweep_counts", "contingency", "sample_ids"})
+
 
 class DuckDBEngine(BaseEngine):
     """Evaluate with DuckDB.
@@ -39,9 +47,12 @@ class DuckDBEngine(BaseEngine):
     of its own, and the segments are evaluated in batches of about the budget's rows
     (engines/base.py; a parquet lake partitioned by the segment columns is then read a few
     partitions at a time); a user's ``connection`` keeps the memory settings the user gave it.
-    ``threads``: DuckDB's threads for the run (1 sums in one order: reruns give the same bits).
-    A progress bar shows on a terminal. ``clustering``: the input is a clustering table
-    (sample, truth, cluster, weight), checked by cluster_summary.
+    ``threads``: DuckDB's threads for the run. ``reproducible``: reruns give the same bits with
+    any number of threads: a step whose values do not depend on the order of its rows (counts,
+    sums of whole weights, extremes: :data:`ORDER_FREE`, where every weight is 1) runs on every
+    thread and its table is kept in one order (sorted); every other step sums in the order of
+    its input, on one thread. A progress bar shows on a terminal. ``clustering``: the input is
+    a clustering table (sample, truth, cluster, weight), checked by cluster_summary.
     """
 
     name = "duckdb"
@@ -49,8 +60,11 @@ class DuckDBEngine(BaseEngine):
     def __init__(self, source: Source, columns: Columns, weight: str | None, by: Sequence[str],
                  *, connection: duckdb.DuckDBPyConnection | None = None,
                  memory_limit: str | int | None = None, temp_directory: str | None = None,
-                 threads: int | None = None, clustering: bool = False) -> None:
+                 threads: int | None = None, clustering: bool = False,
+                 reproducible: bool = False) -> None:
         super().__init__(by, memory_limit)
+        self.unit_weights = weight is None
+        self.reproducible = reproducible
         self.owned = connection is None
         self.con = connection or duckdb.connect()
         self.prefix = f"mleval_{uuid.uuid4().hex[:8]}_"
@@ -60,6 +74,8 @@ class DuckDBEngine(BaseEngine):
         self.spill: Path | None = None
         try:
             self._set("threads", threads)  # 1: sums in one order, the same bits every run
+            self.threads = int(self.con.execute("SELECT current_setting('threads')")
+                               .fetchone()[0])
             self._open(source, columns, weight, memory_limit, temp_directory, clustering)
         except BaseException:  # an error or a signal half-way: nothing is left behind
             self.close()
@@ -129,7 +145,22 @@ class DuckDBEngine(BaseEngine):
             self.relation.create_view(self._name("input"), replace=True)
 
     def _summary(self, rows: None) -> pl.DataFrame:
-        return self._fetch(self.summary_step, {})
+        with self._ordered(self.summary_step):
+            return self._fetch(self.summary_step, {})
+
+    @contextmanager
+    def _ordered(self, step: str) -> Iterator[bool]:
+        """With ``reproducible``: ``step`` on one thread, unless its values do not depend on
+        the order of its rows (then True: its table is to be kept sorted)."""
+        free = self.unit_weights and step in ORDER_FREE
+        if not self.reproducible or free:
+            yield self.reproducible
+            return
+        self.con.execute("SET threads = 1")
+        try:
+            yield False
+        finally:
+            self.con.execute(f"SET threads = {self.threads}")
 
     def _batch(self, keys: pl.DataFrame, few: bool) -> duckdb.DuckDBPyRelation:
         if few:
@@ -154,14 +185,23 @@ class DuckDBEngine(BaseEngine):
             for name in steps:
                 step = STEPS[name]
                 line.describe(f"{'metrics' if step.gives is None else 'statistics'}: {name}")
-                if step.gives is None:
-                    out[name] = self._final(name, params, keep.get(name))
-                else:  # a step that gives a relation it reads (replicates) shadows it
+                with self._ordered(name) as sort:
+                    if step.gives is None:
+                        out[name] = self._final(name, params, keep.get(name))
+                        continue
+                    # a step that gives a relation it reads (replicates) shadows it
                     sql = self._sql(name)
                     target = step.gives if step.gives not in step.reads \
                         else f"{step.gives}_{name}"
-                    self._create("TABLE", target, sql, params=self._bind(sql, params),
-                                 replace=True)
+                    bound = self._bind(sql, params)
+                    if sort:  # rows in one order, whatever the threads' (insertion order kept)
+                        sql = f"SELECT * FROM ({sql}) AS step_rows ORDER BY ALL"
+                        self.con.execute("SET preserve_insertion_order = true")
+                    try:
+                        self._create("TABLE", target, sql, params=bound, replace=True)
+                    finally:
+                        if sort and self.budget is not None:
+                            self.con.execute("SET preserve_insertion_order = false")
                     self.aliases[step.gives] = target
         self.aliases.clear()
         return out
