@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 
 import mleval_sql as me
 from mleval_sql.cli import main
@@ -92,12 +95,17 @@ def test_wide_table_and_sizes(example):
 
 
 def test_curve_tables_are_curves(example):
-    roc = pl.read_parquet(example.output / "curve_roc.parquet")
-    overall = roc.filter(pl.col("segmentation") == "overall").drop(
+    points = pl.read_parquet(example.output / "curve_roc_pr.parquet")
+    overall = points.filter(pl.col("segmentation") == "overall").drop(
         "segmentation", "segment", "region", "date")
-    expected = me.curve(LAKE, "roc", by="model")
-    assert overall.columns == expected.columns
-    assert overall.equals(expected)
+    exact = me.curve(LAKE, "roc", by="model", drop_intermediate=False)
+    assert overall.columns == exact.columns
+    # each row a point of the exact curve, at most max_points a curve, every curve drawn
+    # within the stated distance of the exact one (tests/test_report_curves.py: the bound)
+    assert overall.join(exact, on=overall.columns, how="anti").is_empty()
+    sizes = overall.group_by("model", "label").len()
+    assert sizes.height == 8 and sizes["len"].max() <= Job.load(EXAMPLE).max_points
+    assert set(points["segmentation"]) == set(SEGMENTATIONS)
     sweep = pl.read_parquet(example.output / "curve_sweep.parquet")
     assert sweep["threshold"].n_unique() == 21
     # the job sets ci; the sweep's points have no intervals, one row each
@@ -110,8 +118,32 @@ def test_curve_tables_are_curves(example):
                         thresholds=[0.5]).filter(
         (pl.col("model") == "b") & (pl.col("region") == "eu") & (pl.col("label") == "cat"))
     assert _close(point["f1"].item(), value["value"].item())
-    for kind in ("pr", "reliability"):
-        assert pl.read_parquet(example.output / f"curve_{kind}.parquet").height > 0
+    reliability = pl.read_parquet(example.output / "curve_reliability.parquet")
+    # me.curve sums on every thread in their order: the same to the last bit or two
+    assert_frame_equal(reliability.filter(pl.col("segmentation") == "overall").drop(
+        "segmentation", "segment", "region", "date"), me.curve(LAKE, "reliability", by="model"),
+        check_exact=False, rel_tol=1e-12)
+
+
+def test_every_point_on_request(tmp_path):
+    """[curves] max_points = 0: every point where either curve bends (scikit-learn's
+    drop_intermediate of roc_curve and of precision_recall_curve)."""
+    result = _run(_job(curves={"kinds": ["roc", "pr"], "max_points": 0}, segments=[]))
+    table = result.curves["roc"].drop("segmentation", "segment")
+    assert result.curves["pr"] is result.curves["roc"]
+    roc = me.curve(LAKE, "roc", by="model")
+    pr = me.curve(LAKE, "pr", by="model", drop_intermediate=True)
+    union = pl.concat([roc, pr]).unique(maintain_order=True).sort(
+        "model", "label", "threshold", descending=[False, False, True])
+    assert_frame_equal(table, union)
+    thinned = _run(_job(curves={"kinds": ["roc", "pr"], "max_points": 16}, segments=[]))
+    assert thinned.curves["roc"].group_by("model", "label").len()["len"].max() <= 16
+    for row in result.metrics.filter(pl.col("metric").is_in(["roc_auc", "average_precision"])
+                                     & pl.col("label").is_not_null()).iter_rows(named=True):
+        got = thinned.metrics.filter(
+            (pl.col("model") == row["model"]) & (pl.col("metric") == row["metric"])
+            & (pl.col("label") == row["label"]) & pl.col("average").is_null())
+        assert got["value"].item() == row["value"]  # the areas: every point, whatever is drawn
 
 
 def test_summary_and_alerts(example):
@@ -149,7 +181,8 @@ def test_the_guide_shows_the_example_job():
     (block,) = re.findall(r"```toml\n(.*?)```", readme, flags=re.S)
     shown = Job.from_dict(toml().loads(block), base=EXAMPLE.parent)
     example = Job.load(EXAMPLE)
-    for key in ("metrics", "segmentations", "average", "curves", "task", "baseline"):
+    for key in ("metrics", "segmentations", "average", "curves", "max_points", "task",
+                "baseline", "slices"):
         assert getattr(shown, key) == getattr(example, key), key
     assert [(s.paths, s.model_column) for s in shown.sources] == \
         [(s.paths, s.model_column) for s in example.sources]
@@ -381,6 +414,21 @@ WITH_ROC = SMALL.replace("kinds = []", 'kinds = ["roc"]')
     ("kinds = []", 'kinds = ["lift"]', "curves.kinds[0]: expected one of"),
     ("", "[[alerts.rules]]\nmetric = 'f1'\nbelow = 0.5\nsignificant = true",
      "alerts.rules[0].significant: a test needs intervals; set ci = 0.95"),
+    ("kinds = []", "kinds = ['roc']\nmax_points = 5",
+     "curves.max_points: max_points must be 0 (every point) or a whole number >= 8, got 5"),
+    ("", "[slices]\nmetric = 'f1'", "slices.over: missing; expected a string or a list"),
+    ("", "[slices]\nover = []", "slices.over: expected the columns slices are made of"),
+    ("", "[slices]\nover = ['region']\nmetric = 'roc_aucc'",
+     "slices.metric: unknown metric 'roc_aucc'; did you mean 'roc_auc'?"),
+    ("", "[slices]\nover = ['region']\ntop = 0",
+     "slices.top: top must be a whole number >= 1, got 0"),
+    ("", "[slices]\nover = ['region']\nalpha = 2",
+     "slices.alpha: alpha must be a number in (0, 1], got 2"),
+    ("", "[slices]\nover = ['region']\ntopp = 3",
+     "slices.topp: unknown key in [slices]; did you mean 'top'?"),
+    ("", "[slices]\nover = ['regoin']", "slices.over: sources[0] has no column 'regoin'"),
+    ("", "[slices]\nover = ['model']",
+     "slices.over: 'model' is the model column of sources[0]: slices are found within each"),
 ])
 def test_bad_jobs_get_one_line_naming_the_key(tmp_path, capsys, old, new, message):
     text = SMALL.replace(old, new) if old else SMALL + "\n" + new + "\n"
@@ -404,10 +452,11 @@ def test_stages_show_on_a_terminal_only(tmp_path, capsys):
     assert capsys.readouterr().err == ""
     me.report(job, tmp_path / "loud", progress=True)
     lines = capsys.readouterr().err.splitlines()
-    # the segment sizes come with the metrics: one stage for both
-    assert lines[0] == "mleval report: [1/6] checking the sources"
-    assert lines[1] == "mleval report: [2/6] sources[0]: metrics"
-    assert lines[-1] == "mleval report: [6/6] done"
+    # one evaluation per segmentation gives its metrics, sizes and curves: one stage each
+    assert lines[0] == "mleval report: [1/7] checking the sources"
+    assert lines[1] == "mleval report: [2/7] sources[0]: overall"
+    assert lines[2] == "mleval report: [3/7] sources[0]: region"
+    assert lines[-1] == "mleval report: [7/7] done"
 
 
 def test_fail_on_alert_sets_the_exit_status(tmp_path, capsys):
@@ -451,6 +500,36 @@ def test_same_inputs_same_files(tmp_path):
     assert 'class="ci"' not in page and "-interval-" not in page and "p-value" not in page
     summary = json.loads((one / "summary.json").read_text())
     assert summary["intervals"] is None and summary["tests"] == 0
+
+
+def test_reruns_write_the_same_bits_on_every_thread(tmp_path):
+    """Rows enough for DuckDB to split each step over threads (four times as many threads as
+    this machine's cores shuffle the order further), and sums that depend on their order:
+    average precision, the Brier score, calibration bins, macro averages. Without
+    reproducible sums the files differed on most reruns."""
+    rng = np.random.default_rng(5)
+    n = 120_000
+    truth = rng.random((n, 4)) < [0.1, 0.3, 0.5, 0.2]
+    score = 1 / (1 + np.exp(-(rng.normal(size=(n, 4)) + truth)))
+    frame = pl.DataFrame({"sample": np.repeat(np.arange(n), 4),
+                          "label": np.tile(["w", "x", "y", "z"], n),
+                          "score": score.ravel(), "truth": truth.ravel(),
+                          "seg": np.repeat(rng.integers(0, 3, n), 4)})
+    frame.write_parquet(tmp_path / "big.parquet", row_group_size=50_000)
+    job = {"sources": [{"path": str(tmp_path / "big.parquet"), "model": "m"}],
+           "segments": ["seg"], "task": "multilabel", "threads": 4 * (os.cpu_count() or 1),
+           "metrics": ["roc_auc", "average_precision", "brier_score", "f1"],
+           "average": ["macro", "weighted"], "curves": {"kinds": ["roc", "pr", "reliability"]}}
+    outputs = [me.report(job, tmp_path / f"run{i}", progress=False) for i in range(3)]
+    assert outputs[0].summary["reproducible"] is True
+    for other in outputs[1:]:
+        for path in other.files:
+            if path.name in ("report.html", "summary.json"):
+                assert _without_timings(path) == _without_timings(
+                    outputs[0].output / path.name), path.name
+            else:
+                assert path.read_bytes() == (outputs[0].output / path.name).read_bytes(), \
+                    path.name
 
 
 def test_a_failed_run_leaves_the_last_good_report(tmp_path, monkeypatch):
@@ -552,11 +631,88 @@ def test_report_renders_offline_in_chromium(example, tmp_path):
             browser.close()
     assert requests == [page_file.as_uri()]  # the page itself, nothing else
     assert errors == []
-    assert len(charts) == 5  # by segment, roc, pr, sweep, reliability
-    assert all(w > 300 and h > 200 and paths > 10 for w, h, paths in charts), charts
+    assert len(charts) == 6  # by segment, roc, pr, sweep, reliability, slices
+    assert all(w > 300 and h > 200 and paths > 10 for w, h, paths in charts[:5]), charts
+    found = pl.read_parquet(example.output / "slices.parquet").height
+    w, h, paths = charts[5]  # a line per slice
+    assert found >= 1 and w > 300 and h > 60 + 15 * found and paths > 4, charts[5]
     sections = {section: rows for section, rows, width in tables if width > 0}
     assert sections["overview"] == 1 + 24 and sections["alerts"] > 1
+    assert sections["slices"] == 1 + found
     assert sections["weakest"] > 1 and sections["run"] >= 2
     png = shot.read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 100_000
     shutil.copy(shot, tmp_path / "kept.png")
+
+
+# -- segment columns of any name, the memory budget, slices ------------------------------------
+
+def _renamed_lake(folder: Path) -> Path:
+    """The demo lake with its columns named as the report's own: region as ``segment``, date
+    as ``metric`` (a column of evaluate's results too), and a constant ``value``."""
+    data = pl.read_parquet(LAKE / "**" / "*.parquet", hive_partitioning=True)
+    path = folder / "renamed.parquet"
+    data.rename({"region": "segment", "date": "metric"}).with_columns(
+        value=pl.lit("v")).write_parquet(path)
+    return path
+
+
+def test_segment_columns_of_any_name(tmp_path):
+    lake = _renamed_lake(tmp_path)
+    result = _run(_job(sources=[{"path": str(lake), "model_column": "model"}],
+                       segments=["segment", ["segment", "metric"], "value"],
+                       curves={"kinds": ["roc", "pr"]}))
+    # written with a trailing underscore: the report's own columns keep their names
+    assert result.metrics.columns[:6] == ["model", "segmentation", "segment", "segment_",
+                                          "metric_", "value_"]
+    assert result.curves["roc"].columns[:6] == result.metrics.columns[:6]
+    assert set(result.sizes["segment"]) >= {"overall", "segment=eu", "value=v",
+                                            "segment=eu, metric=2026-11-01"}
+    for by, named in ((["region"], ["segment_"]),
+                      (["region", "date"], ["segment_", "metric_"])):
+        want = me.evaluate(LAKE, ["roc_auc", "f1"], by=["model", *by], average="macro",
+                           task="multilabel")
+        got = result.metrics.filter((pl.col("segmentation") == " x ".join(
+            {"region": "segment", "date": "metric"}[c] for c in by))
+            & (pl.col("average") == "macro") & pl.col("metric").is_in(["roc_auc", "f1"]))
+        got = got.select("model", *(pl.col(n).alias(c) for n, c in zip(named, by, strict=True)),
+                         "metric", "average", "label", "value")
+        keys = ["model", *by, "metric", "average", "label"]
+        joined = want.join(got, on=keys, how="full", nulls_equal=True)
+        assert joined.height == want.height == got.height
+        assert all(_close(a, b) for a, b in joined.select("value", "value_right").iter_rows())
+
+
+def test_a_budget_the_engine_cannot_hold_runs_on_one_that_can(tmp_path):
+    job = Job.from_dict(_job(engine="polars", memory_limit="500MB"))
+    assert job.engine == "duckdb" and "cannot hold its memory" in job.engine_note
+    with pytest.warns(UserWarning, match="engine 'polars' cannot hold its memory to "
+                                         "memory_limit = '500MB'; the job runs on 'duckdb'"):
+        outcome = me.report(job, tmp_path / "out", progress=False)
+    assert outcome.summary["engine"] == "duckdb"
+    assert outcome.summary["engine_note"] == job.engine_note
+    assert Job.from_dict(_job(engine="polars")).engine == "polars"  # no budget: as named
+
+
+@pytest.mark.parametrize(("metric", "options"), [
+    ("error_rate", {"top": 2, "alpha": 0.95}),
+    ("roc_auc", {"top": 3, "min_support": 20}),
+])
+def test_slices_of_each_model_are_me_slices(tmp_path, metric, options):
+    job = _job(average=["macro"], slices={"metric": metric, "over": ["region", "date"],
+                                          **options})
+    outcome = me.report(job, tmp_path / "out", progress=False)
+    found = pl.read_parquet(tmp_path / "out" / "slices.parquet")
+    want = me.slices(LAKE, metric, over=["region", "date"], by="model", task="multilabel",
+                     average="macro", **options)
+    assert found.height == want.height > 0
+    assert_frame_equal(found, want, check_exact=False, rel_tol=1e-12)
+    assert pl.read_csv(tmp_path / "out" / "slices.csv").height == found.height
+    assert outcome.summary["slices"]["found"] == found.height
+    page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    section = page[page.index('<section id="slices">'):]
+    section = section[:section.index("</section>")]
+    assert section.count("<tr><td") == found.height and "<svg" in section
+    first = found.row(0, named=True)
+    name = ", ".join(f"{c}={first[c]}" for c in ("region", "date") if first[c] is not None)
+    assert f'<td class="text">{first["model"]}</td><td class="text">{name}</td>' in section

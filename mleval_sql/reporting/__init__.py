@@ -7,7 +7,9 @@ same inputs give the same files, but for the run times in ``report.html`` and ``
 
 Files in DIR: ``metrics.parquet`` / ``.csv`` (tidy, with the baseline and the delta),
 ``wide.parquet`` / ``.csv`` (one row per model x segment, one column per metric),
-``curve_<kind>.parquet``, ``alerts.csv``, ``summary.json`` and ``report.html``.
+``curve_<kinds>.parquet`` (``curve_roc_pr``: one table of points draws both, at most
+``max_points`` a curve), ``slices.parquet`` / ``.csv`` ([slices]), ``alerts.csv``,
+``summary.json`` and ``report.html``.
 
 >>> import mleval_sql as me
 >>> outcome = me.report("examples/report.toml", "report/")  # doctest: +SKIP
@@ -59,14 +61,13 @@ def report(job: str | os.PathLike[str] | Mapping[str, Any] | Job,
     """
     from mleval_sql.reporting.charts import _matplotlib
     from mleval_sql.reporting.html import _jinja, render_html
-    from mleval_sql.reporting.run import Progress, run, wide_table
+    from mleval_sql.reporting.run import Progress, run, stages, wide_table
 
     _matplotlib(), _jinja()  # a missing extra fails before any scan
     if not isinstance(job, Job):
         job = Job.from_dict(job) if isinstance(job, Mapping) else Job.load(job)
     output = check_folder(output, inputs=[p for s in job.sources for p in s.paths])
-    stages = 5 + len(job.sources) * (1 + len(job.curves))
-    steps = Progress(stages, show=progress)
+    steps = Progress(stages(job) + 3, show=progress)
     result = run(job, steps)
     steps.stage("drawing the report")
     versions = _versions()
@@ -82,8 +83,10 @@ def report(job: str | os.PathLike[str] | Mapping[str, Any] | Job,
         "wide.parquet": wide.write_parquet,
         "wide.csv": wide.write_csv,
         "alerts.csv": result.alerts.write_csv,
-        **{f"curve_{kind}.parquet": table.write_parquet
-           for kind, table in sorted(result.curves.items())},
+        **{f"{stem}.parquet": table.write_parquet
+           for stem, table in sorted(result.curve_files().items())},
+        **({"slices.parquet": result.slices.write_parquet,
+            "slices.csv": result.slices.write_csv} if result.slices is not None else {}),
     }
     written = []
     for name, write in files.items():
@@ -134,11 +137,20 @@ def _summary(result: Any, versions: Mapping[str, str],
         "intervals": _intervals(result),
         "task": result.task,
         "engine": job.engine,
+        "engine_note": job.engine_note,
+        "reproducible": job.reproducible,
+        "memory_limit": job.memory_limit,
         "job": os.fspath(job.file) if job.file else None,
         "metrics": job.metrics,
         "averages": job.average,
         "options": job.options,
         "segmentations": [list(s.columns) for s in job.segmentations],
+        "segment_columns": job.names,
+        "curves": {"kinds": job.curves, "max_points": job.max_points,
+                   "files": sorted(f"{stem}.parquet" for stem in result.curve_files())},
+        "slices": None if job.slices is None else {
+            "metric": job.slices.metric, "over": list(job.slices.over),
+            **job.slices.options, "found": result.slices.height},
         "models": sorted(result.sizes["model"].unique().to_list()),
         "segments": result.sizes.height,
         "segments_too_small": int((~result.sizes["judged"]).sum()),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,7 +21,8 @@ import polars as pl
 from mleval_sql.reporting.job import MODEL, SEGMENT
 
 INSTALL_HINT = "pip install 'mleval_sql[report]'"
-#: Points drawn per line at most; the tables keep every point.
+#: Points drawn per ROC / PR line at most where the job's table keeps every point
+#: ([curves] max_points = 0): thinned as the tables are (queries/curve_rates.sql).
 MAX_POINTS = 400
 PANEL = (2.6, 2.3)  # inches per small multiple
 WRAP = 4  # panels per row when a chart has one label
@@ -49,7 +51,22 @@ def render(figure: Any, salt: str) -> str:
         FigureCanvasSVG(figure).print_svg(out, metadata={
             "Date": None, "Creator": None, "Format": None, "Type": None})
     text = out.getvalue()
-    return text[text.index("<svg"):]
+    return _compact(text[text.index("<svg"):])
+
+
+#: A coordinate in a path's data or a position attribute of the SVG.
+_PATH = re.compile(r'( d="[^"]*"| (?:x|y|x1|x2|y1|y2|width|height)="[-\d.]+")')
+_NUMBER = re.compile(r"-?\d+\.\d{3,}")
+
+
+def _compact(svg: str) -> str:
+    """``svg`` with its coordinates to 1/100 of a point (matplotlib writes six decimals), a
+    path's data on one line and no indentation: a page of a few hundred curves stays small,
+    and a point moves by at most 0.005 pt, far below what a curve's thinning allows."""
+    def coordinates(match: re.Match[str]) -> str:
+        text = _NUMBER.sub(lambda m: f"{float(m[0]):.2f}".rstrip("0").rstrip("."), match[0])
+        return text.replace(" \n", " ").replace("\n", " ")
+    return re.sub(r"\n +<", "\n<", _PATH.sub(coordinates, svg))  # and no indentation
 
 
 def _grid(rows: int, cols: int, *, width: float = PANEL[0],
@@ -72,12 +89,15 @@ def _grid(rows: int, cols: int, *, width: float = PANEL[0],
     return figure, axes
 
 
-def _thin(frame: pl.DataFrame) -> pl.DataFrame:
-    """At most MAX_POINTS evenly spaced rows, the first and last kept."""
-    if frame.height <= MAX_POINTS:
+def _thin(frame: pl.DataFrame, kind: str) -> pl.DataFrame:
+    """One curve's points, at most :data:`MAX_POINTS` of them, chosen as the curve tables'
+    are: within 1/B of the exact curve (reliability tables are small already)."""
+    if frame.height <= MAX_POINTS or kind not in ("roc", "pr"):
         return frame
-    step = (frame.height - 1) / (MAX_POINTS - 1)
-    return frame[sorted({round(i * step) for i in range(MAX_POINTS)})]
+    from mleval_sql.engines.polars.ranking import thinned
+
+    keyed = frame.with_columns(segment=pl.lit(0), label=pl.lit(0))
+    return thinned(keyed.lazy(), kind, MAX_POINTS).collect().drop("segment", "label")
 
 
 def colors(models: Sequence[str]) -> dict[str, str]:
@@ -133,7 +153,7 @@ def curve_grid(table: pl.DataFrame, kind: str, segments: Mapping[str, str],
             part = parts.get((model, segment, label))
             if part is None or part.is_empty():
                 continue
-            part = _thin(part.filter(pl.col(x).is_not_null() & pl.col(y).is_not_null()))
+            part = _thin(part, kind).filter(pl.col(x).is_not_null() & pl.col(y).is_not_null())
             value = legend.get((model, segment, label))
             span = bounds(*(intervals or {}).get((model, segment, label), (None, None)))
             text = model if value is None else f"{model} ({area} {value:.3f}" + (
@@ -237,6 +257,32 @@ def segment_dots(rows: pl.DataFrame, metric: str, models: Sequence[str],
     ax.set_xlabel(metric + (" (bars: intervals)" if intervals else ""), fontsize=8)
     ax.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(models) + 1,
               frameon=False)
+    return render(figure, salt)
+
+
+def slice_dots(rows: Sequence[Mapping[str, Any]], metric: str, salt: str) -> str:
+    """The weakest slices of each model, a line each (a model's slices together, worst first):
+    the slice's value (a dot in the model's colour) joined to the rest of the data's (grey),
+    on an axis that fits the values (a gap of 0.83 against 0.91 shows)."""
+    models = list(dict.fromkeys(str(r[MODEL]) for r in rows))
+    palette = colors(models)
+    n = len(rows)
+    figure = _matplotlib()(figsize=(7.5, 0.26 * n + 1.1), layout="constrained")
+    ax = figure.subplots()
+    ys = [n - 1 - i for i in range(n)]
+    value = [math.nan if r["value"] is None else r["value"] for r in rows]
+    rest = [math.nan if r.get("rest_value") is None else r["rest_value"] for r in rows]
+    ax.hlines(ys, value, rest, color="#c4c9d2", linewidth=2, zorder=1)
+    ax.scatter(rest, ys, s=22, color="#8a93a3", zorder=2, label="rest of the data")
+    ax.scatter(value, ys, s=30, color=[palette[str(r[MODEL])] for r in rows], zorder=3,
+               label="slice")
+    ax.set_yticks(ys, [_short(f"{r[MODEL]}: {r['slice']}", 48) for r in rows], fontsize=7)
+    ax.set_ylim(-0.7, n - 0.3)
+    ax.margins(x=0.08)
+    ax.grid(axis="x", alpha=0.3)
+    ax.tick_params(axis="x", labelsize=7)
+    ax.set_xlabel(metric, fontsize=8)
+    ax.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
     return render(figure, salt)
 
 

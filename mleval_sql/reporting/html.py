@@ -21,6 +21,7 @@ from typing import Any
 
 import polars as pl
 
+from mleval_sql.params import curve_bins
 from mleval_sql.reporting import charts
 from mleval_sql.reporting.job import MODEL, OVERALL, SEGMENT, SEGMENTATION, Job, JobError
 from mleval_sql.reporting.run import (
@@ -32,6 +33,7 @@ from mleval_sql.reporting.run import (
     summary_rows,
     wide_table,
 )
+from mleval_sql.slicing import ROW_ERRORS
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -175,6 +177,7 @@ def context(result: Result, versions: Mapping[str, str]) -> dict[str, Any]:
         "timings": [(k, round(v, 2)) for k, v in result.timings.items()],
         "versions": sorted(versions.items()),
         "too_small": int((~result.sizes["judged"]).sum()),
+        "slices": _slices(result),
     }
     return page
 
@@ -322,15 +325,18 @@ def _charts(result: Result, ranked: pl.DataFrame | None, rows: pl.DataFrame,
             continue
         labels, more = _labels(table, job.max_labels)
         title, legend_metric = titles[kind]
+        stem = next(stem for stem, t in result.curve_files().items() if t is table)
         if len(labels) == 1:
             note = f"Panels: {which}; a line per model."
         else:
             note = f"Rows: {which}; columns: labels" + (
-                f" (the first {len(labels)}; {more} more in curve_{kind}.parquet)" if more
+                f" (the first {len(labels)}; {more} more in {stem}.parquet)" if more
                 else "") + "; a line per model."
         values, intervals = _legend(result, legend_metric)
         if intervals:
             note += " The legends give each area with its interval."
+        if kind in ("roc", "pr"):
+            note += " " + _thinning(job, kind)
         out.append({"id": kind, "title": title, "note": note,
                     "svg": charts.curve_grid(table, kind, shown, labels, models, values, kind,
                                              intervals)})
@@ -394,6 +400,46 @@ def _parameters(result: Result) -> list[tuple[str, str]]:
           if any(r.significant for r in job.rules) else []),
         ("memory limit", job.memory_limit or "none"),
     ]
+
+
+def _thinning(job: Job, kind: str) -> str:
+    """What a drawn ROC / PR curve is: its points, and how far from the exact curve."""
+    if not job.max_points:
+        return (f"Every point is in the table; the chart draws at most {charts.MAX_POINTS} a "
+                "curve, chosen as below.")
+    both = "both" if {"roc", "pr"} <= set(job.curves) else kind
+    bins = curve_bins(both, job.max_points)[kind]
+    return (f"Each curve is drawn through at most {job.max_points} of its points (the first, "
+            f"last, lowest and highest of each of {bins} bins of its x axis): within "
+            f"{1 / bins:.3g} of the exact curve; the areas are from every point.")
+
+
+def slice_name(row: Mapping[str, Any], columns: list[str]) -> str:
+    """A slice as its predicates, ``region=eu, date=2026-11-01`` (a column it does not use is
+    null in its row; where a value it uses is null, the level says so)."""
+    used = [f"{c}={row[c]}" for c in columns if row.get(c) is not None]
+    if len(used) < row.get("level", len(used)):
+        used.append("a slice column = null")
+    return ", ".join(used) or "all"
+
+
+def _slices(result: Result) -> dict[str, Any] | None:
+    """The [slices] section: per model, the slices found (worst first) as table rows, and a
+    chart of each slice's value against the rest's."""
+    spec, found = result.job.slices, result.slices
+    if spec is None or found is None:
+        return None
+    names = [result.job.names[c] for c in spec.over]
+    rows = [{**row, "slice": slice_name(row, names)} for row in found.iter_rows(named=True)]
+    extra = [c for c in ("difference", "score", "q_value") if c in found.columns]
+    # alpha weighs SliceLine's score (row-wise errors); fdr filters slices with intervals
+    applied = {k for k in spec.options if not ((k == "alpha" and spec.metric not in ROW_ERRORS)
+                                               or (k == "fdr" and "ci" not in spec.options))}
+    return {"metric": spec.metric, "over": list(spec.over), "rows": rows, "extra": extra,
+            "columns": found.columns,
+            "options": ", ".join(f"{k}={v}" for k, v in spec.options.items()
+                                 if k in applied) or "defaults",
+            "svg": charts.slice_dots(rows, spec.metric, "slices") if rows else None}
 
 
 def _tests(tests: int, fdr: float) -> str:

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from mleval_sql.engines import ENGINES, local_engines
-from mleval_sql.params import CURVE_PARAMS, PARAMS
-from mleval_sql.registry import AVERAGES
+from mleval_sql.params import CURVE_PARAMS, PARAMS, RESULT_COLUMNS
+from mleval_sql.registry import AVERAGES, METRICS
 from mleval_sql.request import OPTIONS, Request
 from mleval_sql.schema import InputError
 
@@ -34,6 +34,21 @@ CONDITIONS = ("below", "above", "drop", "rise")
 #: The column that names the model in every table; ``segmentation`` names the slicing.
 MODEL, SEGMENTATION, SEGMENT = "model", "segmentation", "segment"
 OVERALL = "overall"
+#: The points a drawn ROC / PR curve keeps at most ([curves] max_points; 0: every point).
+MAX_POINTS = 200
+#: The keys of [slices], beside metric and over: the options of ``me.slices``.
+SLICE_OPTIONS = ("max_level", "min_support", "top", "alpha", "quantiles", "fdr")
+#: Every column name the report's own tables use: a segment (or slice) column named like one
+#: is written with a trailing underscore (``segment_``), so that no table takes two columns of
+#: one name and the report's own names never change.
+REPORT_COLUMNS = frozenset({
+    MODEL, SEGMENTATION, SEGMENT, *RESULT_COLUMNS, "operating_threshold", "baseline", "delta",
+    "ci_low", "ci_high", "ci_method", "ci_resamples", "reason", "baseline_ci_low",
+    "baseline_ci_high", "paired_p", "samples", "weight", "judged", "rows", "rule", "rule_key",
+    "description", "p_value", "q_value", "tp", "fp", "fn", "tn", "tpr", "fpr", "precision",
+    "recall", "f1", "bin", "lower", "upper", "mean_score", "observed_rate", "level", "size",
+    "rest_value", "score", "error", "max_error", "difference", *METRICS,
+    *(f"{m}_{a}" for m in METRICS for a in AVERAGES)})
 
 
 class JobError(InputError):
@@ -110,6 +125,16 @@ class Baseline:
 
 
 @dataclass(frozen=True)
+class Slices:
+    """The weakest slices of each model ([slices]): ``me.slices`` of each source by its
+    model column, by ``metric`` over the columns ``over``, with ``options``."""
+
+    metric: str
+    over: tuple[str, ...]
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Job:
     """A reporting job (see ``examples/report.toml`` for every key)."""
 
@@ -120,10 +145,11 @@ class Job:
     task: str | None = None
     engine: str = local_engines()[0]
     memory_limit: str | None = None
-    threads: int = 1  # one thread sums in one order: reruns give the same bits
+    threads: int | None = None  # None: every core (duckdb's sums are reproducible with any)
     average: list[str] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=lambda: dict(PARAMETERS))
     curves: list[str] = field(default_factory=lambda: list(CURVE_KINDS))
+    max_points: int = MAX_POINTS
     sweep_bins: int = 20
     rank_by: str | None = None
     top: int = 3
@@ -133,21 +159,52 @@ class Job:
     min_samples: int = 0
     min_weight: float = 0.0
     fdr: float = 0.05  # the false discovery rate of the significant rules' tests
+    slices: Slices | None = None
     file: Path | None = None
+    #: why the job runs on another engine than the one it names (None: it does not)
+    engine_note: str | None = None
+
+    @property
+    def reproducible(self) -> bool:
+        """Whether reruns write the same bits with every thread (the engine can promise it)."""
+        return "reproducible" in ENGINES[self.engine].options
 
     @property
     def segment_columns(self) -> list[str]:
+        """The segment columns of every segmentation, as the sources name them."""
         return list(dict.fromkeys(c for s in self.segmentations for c in s.columns))
+
+    @property
+    def names(self) -> dict[str, str]:
+        """Each segment and slice column of the sources -> its name in the report's tables:
+        its own, or with a trailing underscore where the report uses that name itself."""
+        columns = list(dict.fromkeys([*self.segment_columns,
+                                      *(self.slices.over if self.slices else ())]))
+        taken = set(columns)  # a renamed column takes no other column's name
+        out = {}
+        for column in columns:
+            name = column
+            while name in REPORT_COLUMNS or (name != column and name in taken):
+                name += "_"
+            taken.add(name)
+            out[column] = name
+        return out
+
+    @property
+    def segment_names(self) -> list[str]:
+        """The segment columns as the report's tables name them."""
+        return [self.names[c] for c in self.segment_columns]
 
     def request(self, action: str, source: Source, by: Sequence[str], **more: Any) -> Request:
         """The request of ``action`` on ``source`` by the columns ``by``: the job's options
         (evaluate's parameters only where they apply) and ``more``."""
-        threads = self.threads if "threads" in ENGINES[self.engine].options else None
+        taken = ENGINES[self.engine].options
         options = {"by": list(by), "columns": dict(source.columns), "task": self.task,
                    "engine": self.engine, "memory_limit": self.memory_limit,
-                   "threads": threads, "storage_options": source.storage_options,
+                   "threads": self.threads if "threads" in taken else None,
+                   "reproducible": self.reproducible, "storage_options": source.storage_options,
                    "as_of": source.as_of,
-                   **(self.options if action in ("evaluate", "compare") else {})}
+                   **(self.options if action in ("evaluate", "compare", "slices") else {})}
         return Request.build(action, **{**options, **more})
 
     @classmethod
@@ -207,9 +264,6 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
         seg = Segmentation(tuple(_text(c, f"segments[{i}]") for c in cols))
         if len(set(seg.columns)) < len(seg.columns):
             raise JobError(f"segments[{i}]: a column is named twice in {list(seg.columns)}")
-        if MODEL in seg.columns or SEGMENTATION in seg.columns or SEGMENT in seg.columns:
-            raise JobError(f"segments[{i}]: {MODEL!r} is a row of every table already, and "
-                           f"{SEGMENTATION!r} / {SEGMENT!r} are names the report uses")
         if seg not in segmentations:
             segmentations.append(seg)
     task = top.get("task", str, default=None, choices=OPTIONS["task"].choices)
@@ -218,7 +272,7 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
     average = [average] if isinstance(average, str) else average
     given = {"task": task, "engine": engine,
              "memory_limit": top.get("memory_limit", str, default=None),
-             "threads": top.get("threads", int, default=1), "average": average or None}
+             "threads": top.get("threads", int, default=None), "average": average or None}
     for name in PARAMETERS:
         if name in data:
             value = top.get(name, (int, float, str))
@@ -245,6 +299,11 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
             raise JobError(f"curves.kinds[{i}]: expected one of {list(CURVE_KINDS)}, "
                            f"got {kind!r}")
     sweep_bins = curves.get("bins", int, default=20)
+    max_points = curves.get("max_points", int, default=MAX_POINTS)
+    try:
+        Request.build("curve", max_points=max_points)
+    except InputError as error:
+        raise JobError(f"curves.max_points: {error}") from None
     curves.done()
     report = _Table(top.get("report", dict, default={}), "report")
     rank_by = report.get("rank_by", str, default=None)
@@ -279,15 +338,66 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
     rules = [_rule(r, f"alerts.rules[{i}]", metrics, baseline, options["ci"])
              for i, r in enumerate(alerts.get("rules", list, default=[]))]
     alerts.done()
+    slices = _slices(top.get("slices", dict), options) if "slices" in data else None
+    engine, note = _bounded_engine(engine, checked.memory_limit)
     job = Job(sources=sources, metrics=metrics, segmentations=segmentations,
               title=top.get("title", str, default="Evaluation report"), task=checked.task,
               engine=engine, memory_limit=checked.memory_limit, threads=given["threads"],
               average=list(dict.fromkeys(average)), options=options, curves=kinds,
-              sweep_bins=sweep_bins, rank_by=rank_by, top=top_n, max_labels=max_labels,
-              baseline=baseline, rules=rules, min_samples=min_samples, min_weight=min_weight,
-              fdr=fdr, file=file)
+              max_points=max_points, sweep_bins=sweep_bins, rank_by=rank_by, top=top_n,
+              max_labels=max_labels, baseline=baseline, rules=rules, min_samples=min_samples,
+              min_weight=min_weight, fdr=fdr, slices=slices, file=file, engine_note=note)
     top.done()
     return job
+
+
+#: The local engines that hold their memory to a ``memory_limit`` (polars takes one, to run
+#: in batches of segments, but does not bound its memory by it).
+BOUNDED = ("duckdb",)
+
+
+def _bounded_engine(engine: str, memory_limit: str | int | None) -> tuple[str, str | None]:
+    """The engine a job runs on: the one it names, but under a ``memory_limit`` one that holds
+    to it, with the reason."""
+    if memory_limit is None or engine in BOUNDED:
+        return engine, None
+    instead = next(e for e in local_engines() if e in BOUNDED)
+    return instead, (f"engine {engine!r} cannot hold its memory to memory_limit = "
+                     f"{memory_limit!r}; the job runs on {instead!r}, which does")
+
+
+def _slices(data: Any, options: Mapping[str, Any]) -> Slices:
+    """[slices]: the metric (default error_rate), the columns slices are made of (over), and
+    the options of ``me.slices``; the intervals are the job's (``ci``)."""
+    from mleval_sql.slicing import ROW_ERRORS
+
+    table = _Table(data, "slices")
+    metric = table.get("metric", str, default="error_rate")
+    if metric not in ROW_ERRORS and metric not in METRICS:
+        hint = difflib.get_close_matches(metric, [*ROW_ERRORS, *METRICS], n=1)
+        raise JobError(f"slices.metric: unknown metric {metric!r}"
+                       + (f"; did you mean {hint[0]!r}?" if hint else "")
+                       + f" (row-wise errors: {sorted(ROW_ERRORS)}, or any metric)")
+    over = table.get("over", (str, list), required=True)
+    over = [over] if isinstance(over, str) else over
+    if not over:
+        raise JobError("slices.over: expected the columns slices are made of, e.g. over = "
+                       "[\"region\", \"device\"]")
+    over = [_text(c, f"slices.over[{i}]") for i, c in enumerate(over)]
+    given: dict[str, Any] = {}
+    for name in SLICE_OPTIONS:
+        default = OPTIONS[name].default
+        value = table.get(name, (int, float), default=default)
+        try:
+            Request.build("slices", over=over, **{name: value})
+        except InputError as error:
+            raise JobError(f"slices.{name}: {error}") from None
+        if value is not None:
+            given[name] = value
+    table.done()
+    intervals = {k: options[k] for k in ("ci", "resamples", "seed")
+                 if options.get("ci") is not None}
+    return Slices(metric, tuple(over), {**given, **intervals})
 
 
 def _source(data: Any, key: str, base: Path, shared: Mapping[str, str]) -> Source:

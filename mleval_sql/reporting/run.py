@@ -1,10 +1,14 @@
 """Run a reporting job: for each source and each segmentation of the job (the whole data set,
-each segment column, each crossing), one request of the job's metrics and one per curve kind,
-all on one snapshot of the source; then the baseline and the alerts.
+each segment column, each crossing), one evaluation gives the job's metrics, the sizes of its
+segments and the tables that draw its ROC, PR and reliability curves, from one pass over the
+source (the sorted curve table the ranking metrics read is the one the curves are thinned
+from); a sweep is one more request, the weakest slices ([slices]) one per source. Then the
+baseline and the alerts.
 
 Each segmentation is a request by its own columns (and the source's model column); its rows are
 put on one table whose ``segmentation`` names it and whose segment columns it does not use are
-null.
+null. Segment columns keep their names in the tables, but for those the report uses itself
+(``segment``, ``model``, ``metric``...), which get a trailing underscore (:attr:`Job.names`).
 
 >>> result = run(Job.load("examples/report.toml"))  # doctest: +SKIP
 >>> result.alerts.height  # doctest: +SKIP
@@ -15,6 +19,7 @@ from __future__ import annotations
 import math
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -25,7 +30,7 @@ import polars as pl
 from mleval_sql import uncertainty
 from mleval_sql.api import Outcome
 from mleval_sql.api import run as run_request
-from mleval_sql.params import PARAMS
+from mleval_sql.params import PARAMS, RESULT_COLUMNS
 from mleval_sql.registry import LOWER_IS_BETTER, METRICS
 from mleval_sql.reporting.job import (
     MODEL,
@@ -38,6 +43,7 @@ from mleval_sql.reporting.job import (
     Segmentation,
     Source,
 )
+from mleval_sql.request import DRAWN
 from mleval_sql.schema import InputError
 from mleval_sql.sources import as_source
 
@@ -58,15 +64,32 @@ class Result:
     task: str
     metrics: pl.DataFrame  # tidy: keys, metric, average, label, [...], value, baseline, delta
     sizes: pl.DataFrame  # model, segmentation, segment, <segment columns>, samples, weight, judged
-    curves: dict[str, pl.DataFrame]
+    curves: dict[str, pl.DataFrame]  # by kind: roc and pr share one table of points
     alerts: pl.DataFrame
     inputs: list[dict[str, Any]]
     tests: int = 0  # how many tests the significant rules made (their FDR is controlled)
     timings: dict[str, float] = field(default_factory=dict)
+    slices: pl.DataFrame | None = None  # the weakest slices of each model ([slices])
 
     @property
     def keys(self) -> list[str]:
-        return [MODEL, SEGMENTATION, SEGMENT, *self.job.segment_columns]
+        return [MODEL, SEGMENTATION, SEGMENT, *self.job.segment_names]
+
+    def curve_files(self) -> dict[str, pl.DataFrame]:
+        """The curve tables by file stem: ``curve_roc_pr`` (one table draws both), ..."""
+        return {"curve_" + "_".join(kinds): table
+                for kinds, table in shared_tables(self.curves).items()}
+
+
+def shared_tables(curves: dict[str, pl.DataFrame]) -> dict[tuple[str, ...], pl.DataFrame]:
+    """``curves`` (kind -> table) as the kinds each table draws -> the table: an evaluation's
+    ROC and PR curves are one table of points."""
+    kinds: dict[int, tuple[str, ...]] = {}
+    tables = {}
+    for kind, table in curves.items():
+        kinds[id(table)] = (*kinds.get(id(table), ()), kind)
+        tables[id(table)] = table
+    return {kinds[key]: tables[key] for key in kinds}
 
 
 class Progress:
@@ -96,28 +119,41 @@ class Progress:
         return self.timings
 
 
+def stages(job: Job) -> int:
+    """How many stages :func:`run` names: the checks, each source's evaluations (one per
+    segmentation), sweep and slices, and the baseline and alerts."""
+    per_source = len(job.segmentations) + ("sweep" in job.curves) + (job.slices is not None)
+    return 2 + len(job.sources) * per_source
+
+
 def run(job: Job, progress: Progress | None = None) -> Result:
     """Compute every table of ``job``; nothing is written."""
-    n_stages = 3 + len(job.sources) * (1 + len(job.curves))
-    progress = progress or Progress(n_stages)
+    progress = progress or Progress(stages(job))
     progress.stage("checking the sources")
+    if job.engine_note:
+        warnings.warn(job.engine_note, stacklevel=2)
     prepared = [_Prepared(job, source) for source in job.sources]
     task = job.task or _task(prepared, job)
     frames: list[pl.DataFrame] = []
     sizes: list[pl.DataFrame] = []
-    curves: dict[str, list[pl.DataFrame]] = {k: [] for k in job.curves}
+    curves: dict[tuple[str, ...], list[pl.DataFrame]] = {}
+    found: list[pl.DataFrame] = []
     inputs = []
     for source in prepared:
-        progress.stage(f"{source.source.key}: metrics")
-        metrics, size = source.evaluate(_metrics(job, task), task)
+        metrics, size, drawn = source.evaluate(_metrics(job, task), task, progress)
         frames.append(metrics)
         sizes.append(size)
         inputs.append(source.describe(size))
-        for kind in job.curves:
-            progress.stage(f"{source.source.key}: {kind} curves")
-            table = source.curve(kind, task)
+        for kinds, table in drawn.items():
+            curves.setdefault(kinds, []).append(table)
+        if "sweep" in job.curves:
+            progress.stage(f"{source.source.key}: sweep curves")
+            table = source.sweep(task)
             if table is not None:
-                curves[kind].append(table)
+                curves.setdefault(("sweep",), []).append(table)
+        if job.slices is not None:
+            progress.stage(f"{source.source.key}: slices")
+            found.append(source.slices(task))
     progress.stage("baseline and alerts")
     order = {s.name: i for i, s in enumerate(job.segmentations)}
     size_table = _judged(_named(pl.concat(sizes, how="diagonal_relaxed"), job), job)
@@ -127,16 +163,20 @@ def run(job: Job, progress: Progress | None = None) -> Result:
     paired = [p.paired(_metrics(job, task), task, metrics) for p in prepared
               if _tests_models(job)]
     if any(p is not None for p in paired):
-        found = _named(pl.concat([p for p in paired if p is not None], how="diagonal_relaxed"),
-                       job)
+        tested = _named(pl.concat([p for p in paired if p is not None], how="diagonal_relaxed"),
+                        job)
         keys = [MODEL, SEGMENTATION, SEGMENT, "metric", "average", "label"]
-        metrics = metrics.join(found.select(*keys, "paired_p").with_columns(
+        metrics = metrics.join(tested.select(*keys, "paired_p").with_columns(
             pl.col(k).cast(metrics.schema[k]) for k in keys), on=keys, how="left",
             nulls_equal=True, maintain_order="left")
     alerts, tests = _alerts(metrics, size_table, job, order)
-    curve_tables = {k: _sorted(_named(pl.concat(v, how="diagonal_relaxed"), job), job, order)
-                    for k, v in curves.items() if v}
-    result = Result(job, task, metrics, size_table, curve_tables, alerts, inputs, tests=tests)
+    curve_tables = {}
+    for kinds, parts in curves.items():  # roc and pr: one table
+        table = _sorted(_named(pl.concat(parts, how="diagonal_relaxed"), job), job, order)
+        curve_tables.update(dict.fromkeys(kinds, table))
+    slices = pl.concat(found, how="diagonal_relaxed") if found else None
+    result = Result(job, task, metrics, size_table, curve_tables, alerts, inputs, tests=tests,
+                    slices=slices)
     result.timings = progress.timings
     return result
 
@@ -161,32 +201,61 @@ def _metrics(job: Job, task: str) -> list[str]:
 
 class _Prepared:
     """One source, listed once (every request of the job reads the same snapshot), with the
-    job's segment and model columns checked against its schema."""
+    job's segment and model columns checked against its schema. A column that evaluate does
+    not take as a segment column (``metric``, ``value``...: names of its results) is read
+    under its name in the report's tables (a lazy rename of the source)."""
 
     def __init__(self, job: Job, source: Source) -> None:
         self.job, self.source = job, source
         try:
-            self.src = as_source(list(source.paths), storage_options=source.storage_options,
-                                 as_of=source.as_of)
-            present = self.src.schema().names()
+            src = as_source(list(source.paths), storage_options=source.storage_options,
+                            as_of=source.as_of)
+            present = src.schema().names()
         except InputError as error:
             raise JobError(f"{source.key}.path: {error}") from None
         for column in job.segment_columns:
             if column not in present:
                 raise JobError(f"segments: {source.key} has no column {column!r}; its "
                                f"columns are {present}")
+        for column in job.slices.over if job.slices else ():
+            if column not in present:
+                raise JobError(f"slices.over: {source.key} has no column {column!r}; its "
+                               f"columns are {present}")
+            if column == source.model_column:
+                raise JobError(f"slices.over: {column!r} is the model column of "
+                               f"{source.key}: slices are found within each model")
         if source.model_column is not None and source.model_column not in present:
             raise JobError(f"{source.key}.model_column: no column {source.model_column!r}; "
                            f"its columns are {present}")
-        if MODEL in present and source.model_column != MODEL:
+        if MODEL in present and source.model_column != MODEL \
+                and MODEL not in job.segment_columns:
             raise JobError(f"{source.key}: it has a column {MODEL!r} already; name it with "
-                           f"model_column = {MODEL!r}")
-        #: the columns every request of the source is segmented by, before a segmentation's
-        self.models = [source.model_column] if source.model_column else []
+                           f"model_column = {MODEL!r} (or segment by it)")
+        # the columns read under another name: those evaluate refuses as segments
+        renamed = {c: n for c, n in job.names.items() if c in RESULT_COLUMNS}
+        model = source.model_column
+        if model is not None and model in RESULT_COLUMNS:
+            renamed[model] = next(f"{model}{'_' * i}" for i in range(1, len(present) + 2)
+                                  if f"{model}{'_' * i}" not in {*present, *job.names.values()})
+        self.src = as_source(src.polars().rename(renamed)) if renamed else src
+        self.renamed = bool(renamed)
+        #: each column of the source -> as the requests read it, and as the tables name it
+        self.read = {c: renamed.get(c, c) for c in [*job.names, *([model] if model else [])]}
+        self.out = {self.read[c]: n for c, n in job.names.items() if self.read[c] != n}
+        #: the model column as the requests read it (None: the source is one model)
+        self.model = self.read[model] if model else None
+
+    def _by(self, segmentation: Segmentation) -> list[str]:
+        """The columns a request of ``segmentation`` is by: the model column and its own."""
+        return [*([self.model] if self.model else []),
+                *(self.read[c] for c in segmentation.columns)]
+
+    def _request(self, action: str, by: list[str], **more: Any) -> Any:
+        where = {"storage_options": None, "as_of": None} if self.renamed else {}
+        return self.job.request(action, self.source, by, **where, **more)
 
     def _run(self, action: str, segmentation: Segmentation, **more: Any) -> Outcome:
-        request = self.job.request(action, self.source,
-                                   [*self.models, *segmentation.columns], **more)
+        request = self._request(action, self._by(segmentation), **more)
         with self._naming():
             return run_request(request, self.src)
 
@@ -199,32 +268,43 @@ class _Prepared:
         """``frames`` as one table: model, segmentation, every segment column (null where a
         segmentation does not use it), then the rest."""
         out = pl.concat(frames, how="diagonal_relaxed")
-        segments = [c for c in self.job.segment_columns if c in out.columns]
+        segments = [c for c in self.job.segment_names if c in out.columns]
         return out.select(MODEL, SEGMENTATION, *segments,
                           pl.exclude(MODEL, SEGMENTATION, *segments))
 
     def _keyed(self, table: pl.DataFrame | None, segmentation: Segmentation) -> pl.DataFrame:
-        """``table`` with ``model`` (the model's name as text) and ``segmentation`` first."""
+        """``table`` with ``model`` (the model's name as text) and ``segmentation`` first, its
+        segment columns named as the report's tables name them."""
         assert table is not None
-        model = (pl.col(self.source.model_column).cast(pl.String) if self.source.model_column
+        model = (pl.col(self.model).cast(pl.String) if self.model
                  else pl.lit(self.source.model, dtype=pl.String))
-        rest = [c for c in table.columns if c != self.source.model_column]
+        rest = [c for c in table.columns if c != self.model]
         return table.select(model.alias(MODEL), pl.lit(segmentation.name).alias(SEGMENTATION),
-                            *rest)
+                            *rest).rename({k: v for k, v in self.out.items()
+                                           if k in table.columns and k != self.model})
 
     def task(self) -> str:
         return self._run("check", self.job.segmentations[0]).task
 
-    def evaluate(self, metrics: list[str], task: str) -> tuple[pl.DataFrame, pl.DataFrame]:
-        """The metric rows and the sizes (samples, their weight) of every segment of every
-        segmentation, from one request each."""
+    def evaluate(self, metrics: list[str], task: str, progress: Progress,
+                 ) -> tuple[pl.DataFrame, pl.DataFrame, dict[tuple[str, ...], pl.DataFrame]]:
+        """The metric rows, the sizes (samples, their weight) and the curve tables of every
+        segment of every segmentation, one evaluation each; the curves by the kinds each table
+        draws (ROC and PR: one table)."""
+        kinds = [] if task in NO_CURVES else [k for k in self.job.curves if k in DRAWN]
+        points = {"max_points": self.job.max_points} if {"roc", "pr"} & set(kinds) else {}
         rows, sizes = [], []
+        drawn: dict[tuple[str, ...], list[pl.DataFrame]] = {}
         for segmentation in self.job.segmentations:
+            progress.stage(f"{self.source.key}: {segmentation.name}")
             outcome = self._run("evaluate", segmentation, metrics=metrics, task=task,
-                                average=_averages(self.job, metrics))
+                                average=_averages(self.job, metrics), curves=kinds, **points)
             rows.append(self._keyed(outcome.table, segmentation))
             sizes.append(self._keyed(outcome.sizes.drop("rows"), segmentation))
-        return self._grid(rows), self._grid(sizes)
+            for shared, table in shared_tables(outcome.curves).items():
+                drawn.setdefault(shared, []).append(self._keyed(table, segmentation))
+        curves = {shared: self._grid(parts) for shared, parts in drawn.items()}
+        return self._grid(rows), self._grid(sizes), curves
 
     @contextmanager
     def _naming(self) -> Iterator[None]:
@@ -237,20 +317,42 @@ class _Prepared:
             raise InputError(f"{self.source.key} ({', '.join(self.source.paths)}): "
                              f"{error}") from None
 
-    def curve(self, kind: str, task: str) -> pl.DataFrame | None:
-        if task in NO_CURVES or (kind == "sweep" and task not in ("binary", "multilabel")):
-            return None  # multiclass decisions are argmax, not thresholded
-        if kind == "sweep":
-            averages = ["none", "micro"] if task == "multilabel" else ["none"]
-            # the sweep's points carry no intervals: one table of values per threshold
-            rows = self._tables("evaluate", metrics=list(SWEEP_METRICS), task=task,
-                                average=averages, bins=self.job.sweep_bins,
-                                **NO_INTERVALS).drop("bins")
-            return rows.pivot(on="metric", index=[*(c for c in rows.columns if c not in (
-                "metric", "average", "label", "threshold", "value")), "average", "label",
-                "threshold"], values="value")
-        extra = {"n_bins": self.job.options["n_bins"]} if kind == "reliability" else {}
-        return self._tables("curve", kind=kind, task=task, **extra)
+    def sweep(self, task: str) -> pl.DataFrame | None:
+        """F1, precision and recall at the sweep's thresholds (binary and multilabel: multiclass
+        decisions are argmax, not thresholded)."""
+        if task not in ("binary", "multilabel"):
+            return None
+        averages = ["none", "micro"] if task == "multilabel" else ["none"]
+        # the sweep's points carry no intervals: one table of values per threshold
+        rows = self._tables("evaluate", metrics=list(SWEEP_METRICS), task=task,
+                            average=averages, bins=self.job.sweep_bins,
+                            **NO_INTERVALS).drop("bins")
+        return rows.pivot(on="metric", index=[*(c for c in rows.columns if c not in (
+            "metric", "average", "label", "threshold", "value")), "average", "label",
+            "threshold"], values="value")
+
+    def slices(self, task: str) -> pl.DataFrame:
+        """The weakest slices of each model of this source ([slices]): ``me.slices`` by the
+        model column, ``model`` first and the slice columns named as in the tables."""
+        from mleval_sql.slicing import slices
+
+        spec = self.job.slices
+        assert spec is not None
+        over = [self.read.get(c, c) for c in spec.over]
+        try:
+            request = self._request("slices", [self.model] if self.model else [],
+                                    over=over, task=task, average=self.job.average or None,
+                                    **spec.options)
+        except InputError as error:
+            raise JobError(f"slices: {error}") from None
+        with self._naming():
+            found = slices(request, self.src, spec.metric)
+        model = (pl.col(self.model).cast(pl.String) if self.model
+                 else pl.lit(self.source.model, dtype=pl.String))
+        names = {self.read.get(c, c): self.job.names[c] for c in spec.over}
+        return found.select(model.alias(MODEL), pl.exclude(*([self.model] if self.model
+                                                             else []))).rename(
+            {k: v for k, v in names.items() if k != v})
 
     def paired(self, metrics: list[str], task: str,
                table: pl.DataFrame) -> pl.DataFrame | None:
@@ -261,16 +363,16 @@ class _Prepared:
 
         base = self.job.baseline
         assert base is not None
-        if self.source.model_column is None or base.model not in set(
+        if self.model is None or base.model not in set(
                 table.filter(pl.col(SEGMENTATION) == OVERALL)[MODEL]) or base.model not in set(
-                self.src.polars().select(pl.col(self.source.model_column).cast(pl.String)
+                self.src.polars().select(pl.col(self.model).cast(pl.String)
                                          .unique()).collect().to_series()):
             return None
         frames = []
         for segmentation in self.job.segmentations:
-            request = self.job.request(
-                "compare", self.source, segmentation.columns, metrics=metrics, task=task,
-                average=_averages(self.job, metrics), model=self.source.model_column,
+            request = self._request(
+                "compare", [self.read[c] for c in segmentation.columns], metrics=metrics,
+                task=task, average=_averages(self.job, metrics), model=self.model,
                 baseline=base.model)
             with self._naming():
                 rows = compare(request, self.src)
@@ -306,7 +408,8 @@ def _named(frame: pl.DataFrame, job: Job) -> pl.DataFrame:
     """Add ``segment``: ``overall`` or ``col=value, col=value`` for the segmentation's columns."""
     text = pl.lit(OVERALL)
     for seg in job.segmentations[1:]:
-        parts = [pl.concat_str(pl.lit(f"{c}="), pl.col(c).cast(pl.String).fill_null("null"))
+        parts = [pl.concat_str(pl.lit(f"{c}="),
+                               pl.col(job.names[c]).cast(pl.String).fill_null("null"))
                  for c in seg.columns]
         text = pl.when(pl.col(SEGMENTATION) == seg.name).then(
             pl.concat_str(parts, separator=", ")).otherwise(text)
