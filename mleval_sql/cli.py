@@ -188,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     kinds.add_argument("--curve", dest="kind", choices=OPTIONS["kind"].choices,
                        help="a curve instead of metrics, the rows of `mleval curve --kind`")
     _add_request(cmd, "curve", statement=True, skip=("kind",))
+    _add_request(cmd, "slices", statement=True)  # --over: the weakest slices instead
     cmd.add_argument("--dialect", default="duckdb",
                      help="any dialect sqlglot writes: duckdb, postgres, spark, trino, ... "
                           "(default: duckdb)")
@@ -299,7 +300,7 @@ def request(args: argparse.Namespace, action: Action, *,
             continue  # the API's default
         if option.arity == "list":
             value = [v for part in value or () for v in part] or (
-                None if option.name == "average" else [])
+                None if option.default is None else [])
         elif option.arity == "pairs":
             value = _pairs(FLAGS.get(option.name, option.flag), value or [])
         elif option.arity == "switch" and value is None and option.default is not None:
@@ -562,7 +563,8 @@ def averages_text(metric: Metric) -> str:
 
 def run_sql(args: argparse.Namespace) -> int:
     # every option given, whichever statement it is for: one given to the other is an error
-    options = {**request(args, "curve", statement=True),
+    options = {**request(args, "slices", statement=True),
+               **request(args, "curve", statement=True),
                **request(args, "evaluate", statement=True)}
     text = me.sql(dialect=args.dialect, table=args.table, view=args.view, checks=args.checks,
                   curve=args.kind, **options)

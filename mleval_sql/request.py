@@ -140,15 +140,13 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("against", "rest: each segment against the data outside it (instead of models)",
            _COMPARE, statement=False, choices=("rest",)),
     Option("over", "the columns slices are made of (a slice: up to max_level predicates "
-           "column = value)", _SLICES, statement=False, arity="list", metavar="COL"),
-    Option("max_level", "the most predicates a slice has", _SLICES, statement=False,
-           metavar="N", default=2),
-    Option("min_support", "the fewest samples a slice has", _SLICES, statement=False,
-           metavar="N", default=10),
-    Option("top", "how many slices (more where the last ones tie)", _SLICES, statement=False,
-           metavar="N", default=10),
+           "column = value)", _SLICES, arity="list", metavar="COL"),
+    Option("max_level", "the most predicates a slice has", _SLICES, metavar="N", default=2),
+    Option("min_support", "the fewest samples a slice has", _SLICES, metavar="N", default=10),
+    Option("top", "how many slices (more where the last ones tie)", _SLICES, metavar="N",
+           default=10),
     Option("alpha", "SliceLine's weight of a slice's error against its size, in (0, 1]",
-           _SLICES, statement=False, metavar="A", default=0.6),
+           _SLICES, metavar="A", default=0.6),
     Option("quantiles", "numeric slice columns cut into this many quantile bins", _SLICES,
            statement=False, metavar="N"),
     Option("fdr", "with ci=: the false discovery rate of the slices' tests against the rest "
@@ -160,10 +158,6 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "evaluated a batch of segments at a time", statement=False, metavar="SIZE"),
     Option("threads", "DuckDB's threads (default: one per core); 1 sums in one order, so "
            "reruns give the same bits", statement=False, metavar="N"),
-    Option("reproducible", "the same bits on every run with any number of threads (duckdb: a "
-           "step that sums in the order of its rows runs on one thread, the tables of the "
-           "others are kept sorted)", statement=False, arity="switch", default=False,
-           commands=()),
     Option("storage_options", "for object storage, beyond the cloud's environment variables, "
            "e.g. aws_endpoint_url=http://127.0.0.1:9000", statement=False, arity="pairs",
            metavar="KEY=VALUE"),
@@ -192,7 +186,6 @@ class Request:
     engine: str = next(iter(ENGINES))
     memory_limit: str | int | None = None
     threads: int | None = None
-    reproducible: bool = False
     storage_options: Mapping[str, str] | None = None
     as_of: int | str | datetime | None = None
     connection: Any = None
@@ -363,8 +356,7 @@ class Request:
     def source_options(self) -> dict[str, Any]:
         """The options that say how to read and run: for an engine and a source."""
         return {"engine": self.engine, "memory_limit": self.memory_limit,
-                "threads": self.threads, "reproducible": self.reproducible,
-                "connection": self.connection,
+                "threads": self.threads, "connection": self.connection,
                 "storage_options": self.storage_options, "as_of": self.as_of}
 
 
@@ -563,7 +555,6 @@ _CHECKS: dict[str, Any] = {
     "drop_intermediate": _bool("drop_intermediate"), "wide": _bool("wide"),
     "engine": _choice("engine", ENGINES), "memory_limit": _memory,
     "threads": _whole("threads", 1), "storage_options": _storage, "model": _column("model"),
-    "reproducible": _bool("reproducible"),
     "against": _choice("against", ("rest",)), "over": _texts("over"),
     "max_level": _whole("max_level", 1), "min_support": _support, "top": _whole("top", 1),
     "alpha": _alpha, "quantiles": _whole("quantiles", 2), "fdr": _rate,

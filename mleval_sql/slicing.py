@@ -33,6 +33,8 @@ from itertools import combinations
 from typing import Any
 
 import polars as pl
+import sqlglot
+from sqlglot import exp
 
 from mleval_sql import uncertainty
 from mleval_sql.api import run
@@ -629,3 +631,157 @@ def _table(top: list[Candidate], over: list[str], categories: list[list[Any]],
         "error": pl.Series([c.error for c in top], dtype=pl.Float64),
         "max_error": pl.Series([c.max_error for c in top], dtype=pl.Float64),
     })
+
+
+# -- the search as one statement to paste (mleval sql --slices) -----------------------------
+
+#: Each row-wise error as SQL over the canonical columns (truth: boolean, or the target for
+#: regression), parameters as ``$name``.
+_ROW_ERROR_SQL = {
+    "error_rate": "CASE WHEN (score >= $threshold) <> truth THEN 1.0 ELSE 0.0 END",
+    "log_loss": "-LN(LEAST(GREATEST(CASE WHEN truth THEN score ELSE 1 - score END, $eps), "
+                "1 - $eps))",
+    "brier_score": "(score - CAST(CAST(truth AS INT) AS DOUBLE)) * "
+                   "(score - CAST(CAST(truth AS INT) AS DOUBLE))",
+    "mse": "(score - truth) * (score - truth)",
+    "mae": "ABS(score - truth)",
+}
+#: SliceLine's score of a slice (its ``size``, weighted ``error``) in its segment (``n``,
+#: ``total_error``), and the rest of the segment's mean error.
+_SCORE_SQL = ("$alpha * ((error / size) / (total_error / NULLIF(n, 0)) - 1) "
+              "- (1 - $alpha) * (n / size - 1)")
+_REST_SQL = "CASE WHEN n > size THEN (total_error - error) / (n - size) END"
+
+
+def statement(request: Request, metric: str = "error_rate", *, table: str = "predictions",
+              dialect: str = "duckdb", pretty: bool = True) -> str:
+    """SliceLine's search by a row-wise error (``metric``) as one statement to paste: every
+    slice of up to ``max_level`` of the ``over`` columns in one ``GROUP BY GROUPING SETS``
+    pass over ``table``, scored, and the ``top`` of each segment (``by``) by SliceLine's score,
+    in :func:`slices`' columns and order. The level-wise search prunes only slices that cannot
+    reach the top (too small, no error, a bound below the top's), so the statement, which
+    scores them all, gives the same rows; it costs one grouped pass over every set of up to
+    ``max_level`` columns, where :func:`slices` reads only the candidates. Ties in the last
+    place are all kept; equal scores come in the order of the columns' values (the database's
+    collation for text).
+
+    >>> from mleval_sql.request import Request
+    >>> request = Request.build("slices", over=["region", "date"], top=3)
+    >>> print(statement(request, table="preds").splitlines()[0][:60])
+    -- mleval_sql: the 3 worst slices by error_rate over region,
+    """
+    from mleval_sql import dialects
+    from mleval_sql.engines.sql import canonical
+
+    if metric not in ROW_ERRORS:
+        raise InputError(f"a statement ranks slices by a row-wise error ({', '.join(ROW_ERRORS)}"
+                         f"), not {metric!r}: `mleval slices` ranks them by any metric")
+    if request.quantiles is not None:
+        raise InputError("quantiles: a statement slices by the columns' own values; cut a "
+                         "numeric column into bins in the table first (or use `mleval slices`)")
+    if request.params["ci"] is not None:
+        raise InputError("ci: a statement gives no intervals; `mleval slices --ci` does")
+    over, by = list(request.over), list(request.by)
+    clash = set(over) & set(by)
+    if clash:
+        raise InputError(f"column {sorted(clash)[0]!r} is both a slice column (over=) and a "
+                         "segment column (by=)")
+    if len(set(over)) < len(over):
+        raise InputError(f"slice columns repeat: {over}")
+    columns = request.column_map
+    roles = {c for c in (*columns.required().values(), request.columns.get("weight")) if c}
+    for name in over:
+        if name in roles:
+            raise InputError(f"slice column {name!r} is a column the metrics read (sample, "
+                             "label, score, truth or weight): slice by other columns")
+    regression = ROW_ERRORS[metric][0] == ("regression",)
+    columns = replace(columns, label=None)  # each row is scored alone: its label is not read
+    source = exp.to_table(table, dialect=dialect)
+    for part in source.parts:
+        part.set("quoted", True)
+    weight = request.columns.get("weight")
+    keys = dialects.segment_keys(by) if by else []
+    sliced = [f"__slice_{j}" for j in range(len(over))]
+    flags = [f"__grouped_{j}" for j in range(len(over))]
+
+    def col(name: str, quoted: bool = True) -> exp.Column:
+        return exp.column(exp.to_identifier(name, quoted=quoted))
+
+    def parsed(text: str) -> exp.Expression:
+        return dialects.bind(sqlglot.parse_one(text, read="duckdb"),
+                             {"threshold": request.params["threshold"], "eps": _EPS,
+                              "alpha": request.alpha})
+
+    rows = canonical(source, columns, weight, by, truth="number" if regression else "bool")
+    rows = rows.select(*(exp.alias_(col(name), s) for name, s in zip(over, sliced, strict=True)))
+    errors = exp.select(*map(col, keys), *map(col, sliced), exp.alias_(col("weight"), "w"),
+                        exp.alias_(parsed(_ROW_ERROR_SQL[metric]), "e")).from_("canonical_rows")
+    totals = exp.select(*map(col, keys), "SUM(w) AS n", "SUM(w * e) AS total_error",
+                        "COUNT(*) AS row_count").from_("row_errors")
+    if keys:
+        totals = totals.group_by(*map(col, keys))
+    sets = [exp.Tuple(expressions=[*map(col, keys), *(col(sliced[j]) for j in used)])
+            for level in range(1, min(len(over), request.max_level) + 1)
+            for used in combinations(range(len(over)), level)]
+    groups = exp.select(
+        *map(col, keys), *map(col, sliced),
+        *(exp.alias_(exp.Grouping(expressions=[col(s)]), f) for s, f in zip(sliced, flags,
+                                                                             strict=True)),
+        "SUM(w) AS size", "SUM(w * e) AS error", "MAX(e) AS max_error",
+    ).from_("row_errors").group_by(exp.GroupingSets(expressions=sets))
+    support = (exp.Floor(this=exp.Mul(this=dialects.literal(float(request.min_support)),
+                                      expression=col("row_count", False)))
+               if isinstance(request.min_support, float)
+               else dialects.literal(request.min_support))
+    level = exp.Sub(this=exp.Literal.number(len(over)),
+                    expression=exp.paren(_sum_of([col(f) for f in flags])))
+    scored = exp.select(
+        "slice_groups.*", exp.alias_(level, "level"), exp.alias_(parsed(_SCORE_SQL), "score"),
+        exp.alias_(parsed(_REST_SQL), "rest_value"),
+    ).from_("slice_groups")
+    scored = (scored.join("segment_totals", using=keys) if keys
+              else scored.join("segment_totals", join_type="cross"))
+    scored = scored.where(exp.and_(exp.GTE(this=col("size", False), expression=support),
+                                   "error > 0"))
+    place = exp.Window(this=exp.Anonymous(this="RANK"),
+                       partition_by=[col(k) for k in keys] or None,
+                       order=exp.Order(expressions=[exp.Ordered(this=col("score", False),
+                                                                desc=True)]))
+    ranked = exp.select("*", exp.alias_(place, "place")).from_("scored_slices").where(
+        "score > 0")
+    shown = [*(exp.alias_(col(k), name, quoted=True) for k, name in zip(keys, by, strict=True)),
+             *(exp.alias_(exp.Case(ifs=[exp.If(this=exp.EQ(this=col(f),
+                                                            expression=exp.Literal.number(0)),
+                                               true=col(s))]), name, quoted=True)
+               for s, f, name in zip(sliced, flags, over, strict=True)),
+             "level", "size", exp.alias_(sqlglot.parse_one("error / size"), "value"),
+             "rest_value", "score", "error", "max_error"]
+    order = [*(exp.Ordered(this=col(k), nulls_first=True) for k in keys),
+             exp.Ordered(this=col("score", False), desc=True)]
+    for s, f in zip(sliced, flags, strict=True):  # ties: as the level-wise search orders them
+        order += [exp.Ordered(this=col(f), desc=True),
+                  exp.Ordered(this=col(s), desc=True, nulls_first=False)]
+    final = exp.select(*shown).from_("ranked_slices").where(
+        exp.LTE(this=col("place", False), expression=dialects.literal(request.top)))
+    final = final.order_by(*order)
+    for name, body in (("canonical_rows", rows), ("row_errors", errors),
+                       ("segment_totals", totals), ("slice_groups", groups),
+                       ("scored_slices", scored), ("ranked_slices", ranked)):
+        final = final.with_(name, as_=body)
+    support_said = (f"{request.min_support:g} of the rows" if isinstance(request.min_support,
+                                                                          float)
+                    else f"{request.min_support} samples")
+    header = (f"-- mleval_sql: the {request.top} worst slices by {metric} over "
+              f"{', '.join(over)} (at most {request.max_level} columns a slice, at least "
+              f"{support_said}, alpha {request.alpha:g})"
+              f"{' in each ' + ', '.join(by) if by else ''} from {table}.\n"
+              f"-- Weights: {'column ' + weight if weight else 'none, every row weighs 1'}.\n")
+    return header + dialects.render(final, dialect, pretty=pretty, what="slices") + ";"
+
+
+def _sum_of(terms: Sequence[exp.Expression]) -> exp.Expression:
+    """``terms`` added up, as one expression."""
+    total = terms[0]
+    for term in terms[1:]:
+        total = exp.Add(this=total, expression=term)
+    return total

@@ -14,7 +14,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from mleval_sql import dialects
+from mleval_sql import dialects, slicing
 from mleval_sql.engines.sql import canonical
 from mleval_sql.params import PARAMS
 from mleval_sql.registry import AVERAGING, METRICS, STEPS, SWEEP
@@ -54,7 +54,17 @@ def sql(metrics: str | Sequence[str] | None = None, *, task: Task | None = None,
     "reliability", the rows of ``me.curve``. ``view``: a ``CREATE VIEW`` of that name.
     Clustering metrics (not yet portable): the family's query over ``predictions(sample,
     truth, cluster, weight, segment)`` with ``$parameters``.
+
+    ``over=``: the weakest slices instead (:func:`mleval_sql.slicing.statement`): SliceLine's
+    search by one row-wise error (``metrics``, default ``error_rate``) with ``max_level``,
+    ``min_support``, ``top`` and ``alpha`` as for ``me.slices``.
     """
+    if params.get("over"):
+        if checks or curve or view or average is not None:
+            raise InputError("over= asks for the slices statement, which takes no checks, "
+                             "curve, view or average")
+        return _slices_statement(metrics, dialect=dialect or "duckdb", table=table,
+                                 pretty=pretty, task=task, by=by, columns=columns, **params)
     if checks and curve:
         raise InputError("checks and curve: a statement gives the checks or a curve, not both")
     action = "check" if checks else "curve" if curve else "evaluate"
@@ -94,6 +104,17 @@ def sql(metrics: str | Sequence[str] | None = None, *, task: Task | None = None,
     header = (f"-- mleval_sql: {what} ({task or 'any task'}) from {table}"
               f"{'; ' + shown if shown else ''}.\n")
     return header + text + ("" if dialect == "spark" else ";")
+
+
+def _slices_statement(metrics: str | Sequence[str] | None, *, dialect: str, table: str,
+                      pretty: bool, **given: Any) -> str:
+    """The slices statement of :func:`sql` (``over=``), by one row-wise error."""
+    names = [metrics] if isinstance(metrics, str) else list(metrics or ["error_rate"])
+    if len(names) != 1:
+        raise InputError(f"the slices statement ranks slices by one row-wise error, not "
+                         f"{len(names)} metrics: {', '.join(names)}")
+    request = Request.statement("slices", **given)
+    return slicing.statement(request, names[0], table=table, dialect=dialect, pretty=pretty)
 
 
 def _shown(value: object) -> str:

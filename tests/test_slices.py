@@ -12,9 +12,12 @@ from itertools import combinations
 import numpy as np
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 
 import mleval_sql as me
 from mleval_sql import slicing
+from tests.test_portable import load
+from tests.test_statement import duckdb_rows, psql_rows
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # the package warns that numba is not installed
@@ -208,3 +211,71 @@ def test_the_command_line(tmp_path, capsys):
     out = capsys.readouterr().out
     want = me.slices(path, "error_rate", over=["a", "b", "c"], top=2, alpha=0.95)
     assert out == want.write_csv()
+
+
+@pytest.fixture(scope="module")
+def two_models() -> pl.DataFrame:
+    """planted() twice, as two models with different weights (whole numbers: SliceLine's sizes
+    are weights), a null in a slice column, and a segment column with a hostile name."""
+    frame = planted().with_columns(
+        pl.when(pl.col("d") == "q").then(None).otherwise(pl.col("d")).alias("d"))
+    return pl.concat([
+        frame.with_columns(**{"the model": pl.lit("m1"), "w": pl.lit(1.0)}),
+        frame.with_columns(**{"the model": pl.lit("m2"),
+                              "w": (pl.col("sample") % 3 + 1).cast(pl.Float64)})])
+
+
+@pytest.mark.parametrize("dialect", ["duckdb", "postgres", "spark"])
+def test_the_pasted_statement_gives_the_same_slices(dialect, two_models, request):
+    """``mleval sql --over``: SliceLine's search as one statement, pasted into DuckDB, psql
+    and spark.sql, gives me.slices' rows (ties between e and b, weights, a null value, two
+    segments, a share as min_support)."""
+
+    options = {"over": ["a", "b", "d", "e"], "by": "the model", "top": 6, "max_level": 3,
+               "alpha": 0.95, "min_support": 0.02, "columns": {"weight": "w"}}
+    want = me.slices(two_models, "error_rate", **options)
+    assert want.height >= 12 and want["d"].null_count() > 0
+    statement = me.sql("error_rate", dialect=dialect, table="sliced", **options)
+    if dialect == "duckdb":
+        got = duckdb_rows(two_models, "sliced", statement)
+    elif dialect == "postgres":
+        load("postgres", request.getfixturevalue("pg_connection"), "sliced", two_models)
+        got = psql_rows(request.getfixturevalue("postgres"), statement)
+    else:
+        spark = request.getfixturevalue("spark")
+        load("spark", spark, "sliced", two_models)
+        got = pl.from_arrow(spark.sql(statement.rstrip().rstrip(";")).toArrow())
+    assert got.columns == want.columns
+    got = got.cast(dict(want.schema))
+    assert_frame_equal(got, want, rel_tol=1e-9, check_exact=False)
+
+
+@pytest.mark.parametrize(("metric", "task"), [("log_loss", "binary"), ("brier_score", "binary"),
+                                              ("mse", "regression"), ("mae", "regression")])
+def test_every_row_wise_error_has_its_statement(metric, task):
+    frame = planted()
+    if task == "regression":
+        frame = frame.with_columns(truth=pl.col("truth").cast(pl.Float64) + pl.col("c") / 2)
+    options = {"over": ["a", "b", "c"], "top": 4, "alpha": 0.95}
+    want = me.slices(frame, metric, task=task, **options)
+    assert want.height > 0
+    got = duckdb_rows(frame, "sliced", me.sql(metric, table="sliced", **options))
+    assert_frame_equal(got.cast(dict(want.schema)), want, rel_tol=1e-9, check_exact=False)
+
+
+def test_the_statement_from_the_command_line(capsys):
+    from mleval_sql.cli import main
+
+    assert main(["sql", "--over", "a,b", "--over", "c", "--top", "2", "--alpha", "0.95",
+                 "--dialect", "postgres", "--table", "preds"]) == 0
+    out = capsys.readouterr().out
+    assert out == me.sql("error_rate", over=["a", "b", "c"], top=2, alpha=0.95,
+                         dialect="postgres", table="preds").rstrip("\n") + "\n"
+    assert "GROUPING SETS" in out
+    for args, message in ((["--top", "2"], "top does not apply to evaluate"),
+                          (["--over", "a", "--metric", "roc_auc"],
+                           "a statement ranks slices by a row-wise error"),
+                          (["--over", "a", "--ci", "0.9"], "a statement gives no intervals"),
+                          (["--over", "a", "--checks"], "over= asks for the slices statement")):
+        assert main(["sql", *args]) == 2
+        assert message in capsys.readouterr().err
