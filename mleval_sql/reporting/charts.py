@@ -72,19 +72,22 @@ def _compact(svg: str) -> str:
 def _grid(rows: int, cols: int, *, width: float = PANEL[0],
           height: float = PANEL[1]) -> tuple[Any, Any]:
     """A figure of ``rows`` x ``cols`` panels with fixed margins (in inches): constrained
-    layout measures every tick label and costs seconds on a grid of a few dozen panels."""
+    layout measures every tick label and costs seconds on a grid of a few dozen panels. The
+    panels share no axes (each sets its limits; shared axes make every tick and limit call
+    visit all of them): tick labels on the bottom row and the first column only."""
     left, right, bottom, top, gap = 0.95, 0.15, 0.45, 0.3, 0.18
     size = (left + right + cols * width, bottom + top + rows * height)
     figure = _matplotlib()(figsize=size)
-    axes = figure.subplots(rows, cols, squeeze=False, sharex=True, sharey=True, gridspec_kw={
+    axes = figure.subplots(rows, cols, squeeze=False, gridspec_kw={
         "left": left / size[0], "right": 1 - right / size[0], "bottom": bottom / size[1],
         "top": 1 - top / size[1], "wspace": gap * cols / (cols * width),
         "hspace": 2.4 * gap * rows / (rows * height)})
-    for row in axes:
-        for ax in row:
+    for r, row in enumerate(axes):
+        for c, ax in enumerate(row):
             ax.set_xticks([0, 0.5, 1], ["0", "0.5", "1"])
             ax.set_yticks([0, 0.5, 1], ["0", "0.5", "1"])
-            ax.tick_params(labelsize=7, length=2, pad=1.5)
+            ax.tick_params(labelsize=7, length=2, pad=1.5, labelbottom=r == rows - 1,
+                           labelleft=c == 0)
             ax.grid(alpha=0.25)
     return figure, axes
 
