@@ -158,6 +158,10 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "evaluated a batch of segments at a time", statement=False, metavar="SIZE"),
     Option("threads", "DuckDB's threads (default: one per core); 1 sums in one order, so "
            "reruns give the same bits", statement=False, metavar="N"),
+    Option("reproducible", "the same bits on every run with any number of threads (duckdb: a "
+           "step that sums in the order of its rows runs on one thread, the tables of the "
+           "others are kept sorted)", statement=False, arity="switch", default=False,
+           commands=()),
     Option("storage_options", "for object storage, beyond the cloud's environment variables, "
            "e.g. aws_endpoint_url=http://127.0.0.1:9000", statement=False, arity="pairs",
            metavar="KEY=VALUE"),
@@ -186,6 +190,7 @@ class Request:
     engine: str = next(iter(ENGINES))
     memory_limit: str | int | None = None
     threads: int | None = None
+    reproducible: bool = False
     storage_options: Mapping[str, str] | None = None
     as_of: int | str | datetime | None = None
     connection: Any = None
@@ -356,7 +361,8 @@ class Request:
     def source_options(self) -> dict[str, Any]:
         """The options that say how to read and run: for an engine and a source."""
         return {"engine": self.engine, "memory_limit": self.memory_limit,
-                "threads": self.threads, "connection": self.connection,
+                "threads": self.threads, "reproducible": self.reproducible,
+                "connection": self.connection,
                 "storage_options": self.storage_options, "as_of": self.as_of}
 
 
@@ -555,6 +561,7 @@ _CHECKS: dict[str, Any] = {
     "drop_intermediate": _bool("drop_intermediate"), "wide": _bool("wide"),
     "engine": _choice("engine", ENGINES), "memory_limit": _memory,
     "threads": _whole("threads", 1), "storage_options": _storage, "model": _column("model"),
+    "reproducible": _bool("reproducible"),
     "against": _choice("against", ("rest",)), "over": _texts("over"),
     "max_level": _whole("max_level", 1), "min_support": _support, "top": _whole("top", 1),
     "alpha": _alpha, "quantiles": _whole("quantiles", 2), "fdr": _rate,
