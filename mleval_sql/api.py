@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import polars as pl
 
 from mleval_sql import clustering, uncertainty
-from mleval_sql.engines import ENGINES, Engine, EngineName, Keep, make_engine
+from mleval_sql.engines import ENGINES, Engine, EngineName, Keep, choose_engine, make_engine
 from mleval_sql.engines.segments import ROW_BYTES, with_progress
 from mleval_sql.errors import note_sklearn_default
 from mleval_sql.params import DEFAULTS
@@ -109,9 +109,10 @@ def evaluate(
     Iceberg table (``as_of``: an earlier version or snapshot); Arrow, polars, pandas or DuckDB
     data with columns ``sample, label, score, truth[, weight]`` (other names: ``columns=``).
     The options of :class:`SourceOptions`: ``by``, segment columns; ``task`` (default: the
-    metrics' one task, else inferred from the data); ``engine`` (default: duckdb);
-    ``memory_limit``; ``threads`` (DuckDB's); ``connection`` (a DuckDB connection, or a
-    database's for ``engine="sql"``); ``storage_options``; ``as_of``.
+    metrics' one task, else inferred from the data); ``engine`` (default: the fastest that fits
+    the input and options, :func:`mleval_sql.engines.choose_engine`); ``memory_limit``;
+    ``threads`` (DuckDB's); ``connection`` (a DuckDB connection, or a database's for
+    ``engine="sql"``); ``storage_options``; ``as_of``.
 
     ``average``: "none" (per label), "micro", "macro", "weighted", "samples", "macro_std",
     "variance_weighted" (r2), or a list; default per label for binary and regression, macro
@@ -339,7 +340,11 @@ class Execution:
 def execute(request: Request, source: Any) -> Execution:
     """Read ``source``, check it, and run the steps of ``request`` (and its bootstrap) on an
     engine."""
-    entry = ENGINES[request.engine]
+    name, why = (request.engine, "named") if request.engine is not None else choose_engine(
+        source, connection=request.connection, memory_limit=request.memory_limit,
+        threads=request.threads, reproducible=request.reproducible)
+    LOG.debug("engine %s (%s)", name, why)
+    entry = ENGINES[name]
     if entry.reader is not None:  # e.g. a table of a database
         src: Any = entry.read(source, request.connection)
     else:
@@ -364,9 +369,9 @@ def execute(request: Request, source: Any) -> Execution:
     options = {k: v for k, v in request.source_options().items()
                if k in ("memory_limit", "threads", "reproducible", "connection")
                and v not in (None, False)}
-    runner = make_engine(request.engine, src, cols, weight, by, clustering=clusters, **options)
+    runner = make_engine(name, src, cols, weight, by, clustering=clusters, **options)
     try:
-        with stage("checks"):
+        with stage(f"checks ({name})"):
             summary = runner.summary()
         if clusters:
             task: Task = clustering.check_summary(summary, cols, weight)

@@ -244,9 +244,9 @@ def _add_request(cmd: argparse.ArgumentParser, action: Action, *, statement: boo
         elif option.arity == "pairs":
             spec.update(action="append", type=_pair)
             spec["help"] += " (repeatable)"
-        elif option.name == "engine":  # the engines the command line offers, the first default
-            offered = [name for name, entry in ENGINES.items() if entry.offered]
-            spec.update(choices=offered, default=offered[0], metavar=None)
+        elif option.name == "engine":  # the engines the command line offers; none given:
+            offered = [name for name, entry in ENGINES.items() if entry.offered]  # chosen
+            spec.update(choices=offered, default=None, metavar=None)
         elif option.choices:
             spec.update(choices=option.choices, metavar=None)
         elif option.name in ("threads", "max_level", "top", "quantiles", "max_points"):

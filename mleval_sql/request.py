@@ -152,7 +152,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("fdr", "with ci=: the false discovery rate of the slices' tests against the rest "
            "(only the slices significant at it are given)", _SLICES, statement=False,
            metavar="Q", default=0.05),
-    Option("engine", "the engine that runs the request (default: duckdb)", statement=False,
+    Option("engine", "the engine that runs the request (default: the fastest that fits the "
+           "input and options: polars for files, lakes and frames; duckdb with memory_limit, "
+           "threads or a DuckDB relation or connection)", statement=False,
            choices=ENGINES),  # the live table: an engine added to it is a choice
     Option("memory_limit", "the memory the engine may use, e.g. 1GB; larger inputs are "
            "evaluated a batch of segments at a time", statement=False, metavar="SIZE"),
@@ -187,7 +189,7 @@ class Request:
     curves: tuple[str, ...] = ()
     by: tuple[str, ...] = ()
     columns: Mapping[str, str | None] = field(default_factory=dict)
-    engine: str = next(iter(ENGINES))
+    engine: str | None = None  # None: engines.choose_engine's for the input
     memory_limit: str | int | None = None
     threads: int | None = None
     reproducible: bool = False

@@ -454,11 +454,11 @@ def test_arguments_map_onto_curve(monkeypatch: pytest.MonkeyPatch,
             "bins": None, "n_bins": 7, "drop_intermediate": False, "max_points": None,
             "columns": {"score": "prob"}, "memory_limit": "1GB"}),
         ((["a.parquet"], "roc"), {
-            "by": [], "task": None, "engine": "duckdb", "thresholds": None, "bins": 3,
+            "by": [], "task": None, "engine": None, "thresholds": None, "bins": 3,
             "n_bins": 10, "drop_intermediate": True, "max_points": 200, "columns": {},
             "memory_limit": None}),
         ((["a.parquet"], DEFAULTS["kind"]), {
-            "by": [], "task": None, "engine": "duckdb", "thresholds": None, "bins": None,
+            "by": [], "task": None, "engine": None, "thresholds": None, "bins": None,
             "n_bins": DEFAULTS["n_bins"], "drop_intermediate": None, "max_points": None,
             "columns": {}, "memory_limit": None}),
     ]

@@ -230,7 +230,7 @@ def test_threads_reach_duckdb_and_no_other_engine():
     engine.close()
     assert con.execute("SELECT current_setting('threads')").fetchone() == (2,)  # put back
     assert me.evaluate(LAKE, "f1", by="model", threads=1).equals(
-        me.evaluate(LAKE, "f1", by="model"))
+        me.evaluate(LAKE, "f1", by="model", engine="duckdb"))
     with pytest.raises(me.InputError, match="engine 'polars' does not take threads=; engines "
                        "that do: duckdb"):
         me.evaluate(LAKE, "f1", by="model", threads=1, engine="polars")

@@ -83,6 +83,9 @@ class EngineEntry:
     offered: bool = True  # by the command line's --engine
     tasks: tuple[str, ...] = TASKS
     memory_budget: bool = True
+    holds_memory: bool = True
+    claims: Callable[[Any, Any], bool] | str | None = None
+    rank: int | None = None
 
     def check_task(self, task: str) -> None:
         """An ``InputError`` unless the engine evaluates ``task``."""
@@ -121,6 +124,27 @@ class EngineEntry:
 _CLASSIFICATION_AND_REGRESSION = tuple(t for t in TASKS if t != "clustering")
 
 
+def _package(thing: Any) -> str:
+    """The top-level package of ``thing``'s type (``duckdb`` for ``_duckdb``)."""
+    return type(thing).__module__.split(".")[0].lstrip("_")
+
+
+def _duckdb_input(source: Any, connection: Any) -> bool:
+    """A DuckDB relation, or a DuckDB connection to run on."""
+    return _package(source) == "duckdb" or _package(connection) == "duckdb" \
+        or type(source).__name__ == "DuckDBRelation"
+
+
+def _spark_input(source: Any, connection: Any) -> bool:
+    """A Spark DataFrame."""
+    return _package(source) == "pyspark"
+
+
+def _database_input(source: Any, connection: Any) -> bool:
+    """A table's name with a database connection (not DuckDB's: :func:`_duckdb_input`)."""
+    return isinstance(source, str) and connection is not None
+
+
 def imported(thing: Callable[..., Any] | str) -> Callable[..., Any]:
     """``thing``, or what a ``"module:name"`` string names (its module imported now)."""
     if isinstance(thing, str):
@@ -129,20 +153,25 @@ def imported(thing: Callable[..., Any] | str) -> Callable[..., Any]:
     return thing
 
 
-#: Every engine, by name; the first is the default. ``sql`` runs the steps in the database
-#: behind a connection (ADBC, DB-API or a SparkSession), on a table of that database; ``spark``
-#: reads a Spark DataFrame, a catalog table or parquet files with Spark and runs there. Neither
-#: evaluates clustering nor takes a memory budget.
+#: Every engine, by name (:func:`choose_engine` picks one where none is named). ``sql`` runs
+#: the steps in the database behind a connection (ADBC, DB-API or a SparkSession), on a table of
+#: that database; ``spark`` reads a Spark DataFrame, a catalog table or parquet files with Spark
+#: and runs there. Neither evaluates clustering nor takes a memory budget.
 ENGINES: dict[str, EngineEntry] = {e.name: e for e in (
     EngineEntry("duckdb", "mleval_sql.engines.duckdb:DuckDBEngine",
-                ("connection", "threads", "reproducible")),
-    EngineEntry("polars", "mleval_sql.engines.polars.engine:PolarsEngine"),
+                ("connection", "threads", "reproducible"), claims=_duckdb_input, rank=1),
+    # the fastest on the lake benchmark (docs/performance.md), but its streaming engine does
+    # not keep to a memory limit
+    EngineEntry("polars", "mleval_sql.engines.polars.engine:PolarsEngine",
+                holds_memory=False, rank=0),
     EngineEntry("sql", "mleval_sql.engines.sql:SQLEngine",
                 reader="mleval_sql.engines.sql:database_table", offered=False,
-                tasks=_CLASSIFICATION_AND_REGRESSION, memory_budget=False),
+                tasks=_CLASSIFICATION_AND_REGRESSION, memory_budget=False,
+                claims=_database_input),
     EngineEntry("spark", "mleval_sql.engines.spark:SparkEngine",
                 reader="mleval_sql.engines.spark:spark_source",
-                tasks=_CLASSIFICATION_AND_REGRESSION, memory_budget=False),
+                tasks=_CLASSIFICATION_AND_REGRESSION, memory_budget=False,
+                claims=_spark_input),
 )}
 
 
@@ -156,6 +185,37 @@ def local_engines() -> list[str]:
     """The engines that read frames, files and lakes themselves (no ``reader``): those the
     command line offers and every generic test body runs on."""
     return [name for name, entry in ENGINES.items() if entry.reader is None]
+
+
+def choose_engine(source: Any, *, connection: Any = None,
+                  memory_limit: str | int | None = None, threads: int | None = None,
+                  reproducible: bool = False) -> tuple[EngineName, str]:
+    """The engine a request runs on when it names none, and why: the engine whose own the
+    input is (a DuckDB relation or connection, a Spark DataFrame, a table of a database);
+    else, among the engines that read frames, files and lakes and give what the request asks
+    (``threads``, ``reproducible``, a ``memory_limit`` kept to), the fastest (``rank``).
+
+    >>> choose_engine("lake/"), choose_engine("lake/", memory_limit="1GB")[0]
+    (('polars', 'the fastest for this input'), 'duckdb')
+    """
+    for name, entry in ENGINES.items():
+        if entry.claims is not None and imported(entry.claims)(source, connection):
+            given = source if connection is None else connection
+            return name, f"the engine of a {type(given).__name__}"
+    asked = {name: value for name, value in (("memory_limit", memory_limit), ("threads", threads),
+                                             ("reproducible", reproducible),
+                                             ("connection", connection))
+             if value not in (None, False)}
+    able = sorted((entry.rank, name) for name, entry in ENGINES.items()
+                  if entry.reader is None and entry.rank is not None
+                  and set(asked) - {"memory_limit"} <= set(entry.options)
+                  and ("memory_limit" not in asked or entry.holds_memory))
+    fastest = min((entry.rank, name) for name, entry in ENGINES.items()
+                  if entry.reader is None and entry.rank is not None)[1]
+    if not able or able[0][1] == fastest:
+        return fastest, "the fastest for this input"
+    needs = ", ".join(f"{k}={v!r}" for k, v in asked.items())
+    return able[0][1], f"the fastest that takes {needs}"
 
 
 #: An engine's name: a key of :data:`ENGINES`.
