@@ -63,7 +63,12 @@ class PolarsEngine(BaseEngine):
         if self.budget is not None:
             return super().summary()
         self.held = self._canonical(self.source).collect()
-        return self._summary(self.held.lazy())
+        if self.summary_plan is not plans.validate_summary:
+            return self._summary(self.held.lazy())
+        # rows in memory: their codes' ranges give one integer per (segment, sample)
+        key = plans.validate.sample_key(self.held)
+        return as_text(plans.validate_summary(self.held.lazy(), key,
+                                              unit_weights=self.unit_weights).collect())
 
     def results(self, steps: Iterable[str], params: dict[str, object], *,
                 numeric_truth: bool = False, keep: Keep | None = None) -> dict[str, pl.DataFrame]:

@@ -2,35 +2,44 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import polars as pl
 
-__all__ = ["validate_summary"]
+__all__ = ["sample_key", "validate_summary"]
 
 _truth = pl.col("truth").cast(pl.Float64)
 _weight = pl.col("weight")
 
 
-def validate_summary(predictions: pl.LazyFrame) -> pl.LazyFrame:
+def validate_summary(predictions: pl.LazyFrame, key: SampleKey | None = None, *,
+                     unit_weights: bool = False) -> pl.LazyFrame:
     """One row per segment with the counts and examples that ``schema.check_summary`` reads.
 
     Each ``example_*`` is the smallest sample of the segment with that problem (null if none),
     as in the SQL, so both engines name the same sample. Distinct labels per sample are counted
     as set bits of the labels' bits OR-ed in 64-bit words, as in the SQL; a label's bit is its
     own integer (or text's category code), which spares the SQL's join with a table of bits.
+    ``key`` (:func:`sample_key`): one integer per (segment, sample), which makes the grouping by
+    sample one pass on one integer. ``unit_weights``: every weight is 1 (no weight column).
     """
     segment_labels = predictions.select("segment", "label").unique()
     null_score, nan_score = pl.col("score").is_null(), ~pl.col("score").is_finite()
-    bad_truth = ~_truth.is_in([0.0, 1.0])
+    # a boolean truth is 0 or 1 where it is not null: nothing to cast or compare
+    boolean = predictions.collect_schema()["truth"] == pl.Boolean
+    bad_truth = pl.lit(False) if boolean else ~_truth.is_in([0.0, 1.0])
     value_checks = predictions.group_by("segment").agg(
         null_label=pl.col("label").null_count(),
         null_score=null_score.sum(),
         nan_score=nan_score.sum(),
         null_truth=pl.col("truth").null_count(),
-        bad_truth=bad_truth.sum(),
-        nan_truth=(~_truth.is_finite()).sum(),
+        bad_truth=bad_truth.sum().cast(pl.UInt32),
+        nan_truth=pl.lit(0, pl.UInt32) if boolean else (~_truth.is_finite()).sum(),
         min_score=pl.col("score").min(),
         max_score=pl.col("score").max(),
-        bad_weight=(_weight.is_null() | (_weight < 0) | ~_weight.is_finite()).sum(),
+        bad_weight=pl.lit(0, pl.UInt32) if unit_weights else (
+            _weight.is_null() | (_weight < 0) | ~_weight.is_finite()).sum(),
+        **({} if key is None else {_SEGMENT: key.segment.first()}),
     )
     # the examples from the rows with a bad value only (almost always none): building the
     # (sample, label) structs of every row to keep the smallest costs more than all the counts
@@ -43,25 +52,22 @@ def validate_summary(predictions: pl.LazyFrame) -> pl.LazyFrame:
     )
     value_checks = value_checks.join(examples, on="segment", how="left", nulls_equal=True)
     labelled, bit = _label_bits(predictions, segment_labels)
-    per_word = labelled.group_by("segment", "sample", (bit // 64).alias("word")).agg(
-        n_rows=pl.len(),
-        n_labelled=pl.col("label").count(),
-        n_distinct=pl.lit(2, pl.UInt64).pow(bit % 64).bitwise_or().bitwise_count_ones(),
-        n_true=(_truth == 1).sum(),
-        min_weight=_weight.min(),
-        max_weight=_weight.max(),
-    )
-    per_sample = per_word.group_by("segment", "sample").agg(
-        n_rows=pl.col("n_rows").sum(),
-        dup=pl.col("n_labelled").sum().cast(pl.Int64) - pl.col("n_distinct").sum(),
-        n_true=pl.col("n_true").sum(),
-        uneven_weight=pl.col("min_weight").min() != pl.col("max_weight").max(),
-        weight=pl.col("min_weight").min(),
-    )
+    n_true = pl.col("truth").sum() if boolean else (_truth == 1).sum()
+    if key is not None:
+        samples = _per_key(labelled, bit, n_true, key, unit_weights)
+        checks = _sample_checks(samples, _SEGMENT).join(value_checks, on=_SEGMENT)
+        return checks.select("segment", pl.exclude("segment", _SEGMENT))
     n_labels = segment_labels.group_by("segment").agg(n_labels=pl.col("label").count())
-    samples = per_sample.join(n_labels, on="segment", how="inner", nulls_equal=True)
+    samples = _per_sample(labelled, bit, n_true).join(n_labels, on="segment", how="inner",
+                                                      nulls_equal=True)
+    return _sample_checks(samples, "segment").join(value_checks, on="segment", how="inner",
+                                                   nulls_equal=True)
+
+
+def _sample_checks(samples: pl.LazyFrame, segment: str) -> pl.LazyFrame:
+    """The checks of the samples' rows per ``segment`` from a row per sample."""
     sample = pl.col("sample")
-    sample_checks = samples.group_by("segment").agg(
+    return samples.group_by(segment).agg(
         n_rows=pl.col("n_rows").sum(),
         n_samples=sample.count(),
         sample_weight=pl.col("weight").sum(),
@@ -78,7 +84,117 @@ def validate_summary(predictions: pl.LazyFrame) -> pl.LazyFrame:
         example_not_one_true=sample.filter(pl.col("n_true") != 1).min(),
         example_weight=sample.filter(pl.col("uneven_weight")).min(),
     )
-    return sample_checks.join(value_checks, on="segment", how="inner", nulls_equal=True)
+
+
+def _per_sample(labelled: pl.LazyFrame, bit: pl.Expr, n_true: pl.Expr) -> pl.LazyFrame:
+    """Rows, duplicate labels, true labels and weights per (segment, sample): by 64-bit words
+    of label bits, then by sample."""
+    per_word = labelled.group_by("segment", "sample", (bit // 64).alias("word")).agg(
+        n_rows=pl.len(),
+        n_labelled=pl.col("label").count(),
+        n_distinct=_bits(bit % 64).bitwise_or().bitwise_count_ones(),
+        n_true=n_true,
+        min_weight=_weight.min(),
+        max_weight=_weight.max(),
+    )
+    return per_word.group_by("segment", "sample").agg(
+        n_rows=pl.col("n_rows").sum(),
+        dup=pl.col("n_labelled").sum().cast(pl.Int64) - pl.col("n_distinct").sum(),
+        n_true=pl.col("n_true").sum(),
+        uneven_weight=pl.col("min_weight").min() != pl.col("max_weight").max(),
+        weight=pl.col("min_weight").min(),
+    )
+
+
+def _per_key(labelled: pl.LazyFrame, bit: pl.Expr, n_true: pl.Expr, key: SampleKey,
+             unit_weights: bool) -> pl.LazyFrame:
+    """:func:`_per_sample` by one integer, every label's bit in one word, with the segment's
+    code (``_SEGMENT``) for the segment, the sample decoded from the key where it is an
+    integer, and ``n_labels``: the labels of the segment, the bits of its samples' labels."""
+    code = pl.col(_KEY)
+    per_key = labelled.group_by(key.key.alias(_KEY)).agg(
+        n_rows=pl.len(),
+        n_labelled=pl.col("label").count().cast(pl.Int64),
+        mask=_bits(bit - key.first_label).bitwise_or(),
+        n_true=n_true.cast(pl.UInt32),
+        **({} if unit_weights else {"uneven_weight": _weight.min() != _weight.max(),
+                                    "weight": _weight.min()}),
+        **({} if key.sample is not None else {"sample": pl.col("sample").first()}),
+    )
+    if unit_weights:
+        per_key = per_key.with_columns(uneven_weight=pl.lit(False), weight=pl.lit(1.0))
+    if key.sample is not None:
+        at = code % key.slots
+        per_key = per_key.with_columns(sample=pl.when(at < key.slots - 1).then(
+            at + key.low).cast(key.sample))
+    labels = pl.col("mask").bitwise_or().over(_SEGMENT).bitwise_count_ones().fill_null(0)
+    return per_key.with_columns((code // key.slots).alias(_SEGMENT)).with_columns(
+        dup=pl.col("n_labelled") - pl.col("mask").bitwise_count_ones().fill_null(0),
+        n_labels=labels.cast(pl.UInt32))
+
+
+def _bits(bit: pl.Expr) -> pl.Expr:
+    """2 ** ``bit`` as a 64-bit word (``bit`` in [0, 64))."""
+    return pl.lit(2, pl.UInt64).pow(bit)
+
+
+#: Integer codes kept below this, so that a product of two stays within Int64.
+_CODES = 2**62
+_KEY, _SEGMENT = "__sample_key", "__segment_code"
+
+
+@dataclass(frozen=True)
+class SampleKey:
+    """One integer per (segment, sample): ``segment`` (a segment's code) x ``slots`` + the
+    sample's code (the last slot: a null sample); ``sample``: the samples' integer type, where
+    the code is the sample less ``low``; a label's bit: its code less ``first_label``."""
+
+    key: pl.Expr
+    segment: pl.Expr
+    slots: int
+    low: int
+    sample: pl.DataType | None
+    first_label: int  # the smallest label's code: its bit is bit 0
+
+
+def sample_key(rows: pl.DataFrame) -> SampleKey | None:
+    """The :class:`SampleKey` of ``rows`` (the canonical columns), where segments and samples
+    have integer codes (integers, booleans, categories) and the labels' codes span less than
+    64; else None.
+
+    >>> rows = pl.DataFrame({"segment": ["a", "b", "a", "a"], "sample": [7, 7, 9, None],
+    ...                      "label": [1, 1, 1, 1]}).with_columns(pl.col("segment").cast(
+    ...     pl.Categorical))
+    >>> rows.select(sample_key(rows).key).to_series().n_unique()
+    4
+    """
+    schema = rows.schema
+    codes = {name: _code(pl.col(name), schema[name]) for name in ("segment", "sample", "label")}
+    if any(code is None for code in codes.values()):
+        return None
+    ranges = rows.select(*(e.min().alias(f"{n}_lo") for n, e in codes.items()),  # type: ignore[union-attr]
+                         *(e.max().alias(f"{n}_hi") for n, e in codes.items())).row(0, named=True)  # type: ignore[union-attr]
+    if ranges["label_lo"] is not None and ranges["label_hi"] - ranges["label_lo"] >= 64:
+        return None  # the labels' codes span more than one word of bits
+    lo = {n: ranges[f"{n}_lo"] or 0 for n in ("segment", "sample")}
+    size = {n: (ranges[f"{n}_hi"] if ranges[f"{n}_hi"] is not None else lo[n]) - lo[n] + 2
+            for n in ("segment", "sample")}  # the last code: a null
+    if max(size.values()) >= _CODES or size["segment"] * size["sample"] >= _CODES:
+        return None
+    segment, sample = ((codes[n] - lo[n]).fill_null(size[n] - 1)  # type: ignore[operator]
+                       for n in ("segment", "sample"))
+    integer = schema["sample"].is_integer()
+    return SampleKey(segment * size["sample"] + sample, segment, size["sample"], lo["sample"],
+                     schema["sample"] if integer else None, ranges["label_lo"] or 0)
+
+
+def _code(column: pl.Expr, dtype: pl.DataType) -> pl.Expr | None:
+    """An Int64 code of ``column``'s values (equal values, equal codes), where it has one."""
+    if dtype == pl.Categorical or isinstance(dtype, pl.Enum):
+        return column.to_physical().cast(pl.Int64)
+    if dtype == pl.Boolean or (dtype.is_integer() and dtype != pl.UInt64):
+        return column.cast(pl.Int64)
+    return None
 
 
 def _label_bits(predictions: pl.LazyFrame,

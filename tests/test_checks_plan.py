@@ -1,0 +1,76 @@
+"""The input checks' summary by one integer per (segment, sample) (polars, rows in memory) is the
+summary of the general plan, on inputs with every problem the checks look for."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from mleval_sql.engines.polars.validate import sample_key, validate_summary
+
+
+def _rows(seed: int, *, label: str, segment: str, sample: str, truth: str,
+          weights: bool) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    n = 400
+    samples = rng.integers(-5, 60, n)
+    frame = pl.DataFrame({
+        "sample": samples,
+        "label": rng.integers(0, 6, n),
+        "score": rng.random(n),
+        "truth": rng.integers(0, 2, n),
+        "weight": np.where(rng.random(n) < 0.9, 1.0, 2.0) if weights else np.ones(n),
+        "segment": rng.integers(0, 3, n),
+    })
+    nulls = rng.random((4, n)) < 0.02
+    frame = frame.with_columns(  # a few nulls, NaN scores and a truth outside {0, 1}
+        pl.when(pl.Series(nulls[0])).then(None).otherwise(pl.col("sample")).alias("sample"),
+        pl.when(pl.Series(nulls[1])).then(None).otherwise(pl.col("label")).alias("label"),
+        pl.when(pl.Series(nulls[2])).then(float("nan")).otherwise(pl.col("score")).alias("score"),
+        pl.when(pl.Series(nulls[3])).then(None).otherwise(pl.col("segment")).alias("segment"),
+        pl.when(pl.int_range(pl.len()) == 7).then(3).otherwise(pl.col("truth")).alias("truth"),
+    )
+    if label == "text":
+        frame = frame.with_columns(pl.format("l{}", "label").cast(pl.Categorical))
+    if segment == "text":
+        frame = frame.with_columns(pl.format("s{}", "segment").cast(pl.Categorical))
+    if sample == "text":
+        frame = frame.with_columns(pl.format("x{}", "sample").cast(pl.Categorical))
+    if truth == "bool":
+        frame = frame.with_columns(pl.col("truth").clip(0, 1).cast(pl.Boolean))
+    return frame
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("label", ["int", "text"])
+@pytest.mark.parametrize("segment", ["int", "text"])
+@pytest.mark.parametrize(("sample", "truth"), [("int", "int"), ("text", "bool")])
+def test_the_summary_by_one_integer_is_the_general_one(seed: int, label: str, segment: str,
+                                                       sample: str, truth: str) -> None:
+    rows = _rows(seed, label=label, segment=segment, sample=sample, truth=truth, weights=True)
+    key = sample_key(rows)
+    assert key is not None
+    general = validate_summary(rows.lazy()).collect().sort("segment")
+    keyed = validate_summary(rows.lazy(), key).collect().sort("segment")
+    assert keyed.columns == general.columns
+    assert keyed.equals(general)
+    assert general["dup_rows"].sum() > 0 and general["uneven_weight"].sum() > 0
+    assert general["null_sample"].sum() > 0
+    assert general["bad_truth"].sum() > 0 or truth == "bool"
+
+
+def test_unit_weights_change_nothing_where_every_weight_is_1() -> None:
+    rows = _rows(2, label="int", segment="text", sample="int", truth="bool", weights=False)
+    general = validate_summary(rows.lazy()).collect().sort("segment")
+    keyed = validate_summary(rows.lazy(), sample_key(rows), unit_weights=True).collect()
+    assert keyed.sort("segment").equals(general)
+
+
+def test_no_key_where_labels_do_not_fit_one_word() -> None:
+    rows = _rows(3, label="int", segment="int", sample="int", truth="int", weights=True)
+    assert sample_key(rows.with_columns(pl.col("label") * 20)) is None
+    spread = rows.with_columns(pl.col("label") * 12 - 7)  # codes -7..53: bits 0..60
+    assert validate_summary(spread.lazy(), sample_key(spread)).collect().sort("segment").equals(
+        validate_summary(spread.lazy()).collect().sort("segment"))
+    assert sample_key(rows.with_columns(pl.col("sample").cast(pl.String))) is None
