@@ -23,7 +23,7 @@ import polars as pl
 from mleval_sql import clustering, uncertainty
 from mleval_sql.engines import ENGINES, Engine, EngineName, Keep, choose_engine, make_engine
 from mleval_sql.engines.segments import ROW_BYTES, with_progress
-from mleval_sql.errors import note_sklearn_default
+from mleval_sql.errors import InputError, note_sklearn_default, spark_cause, spark_errors
 from mleval_sql.params import DEFAULTS
 from mleval_sql.progress import stage
 from mleval_sql.registry import CURVES, DECISIONS
@@ -339,7 +339,14 @@ class Execution:
 
 def execute(request: Request, source: Any) -> Execution:
     """Read ``source``, check it, and run the steps of ``request`` (and its bootstrap) on an
-    engine."""
+    engine; an error of Spark's reaches the caller as ``InputError``, its cause in one line."""
+    try:
+        return _execute(request, source)
+    except spark_errors() as error:
+        raise InputError(f"Spark could not run the request: {spark_cause(error)}") from error
+
+
+def _execute(request: Request, source: Any) -> Execution:
     name, why = (request.engine, "named") if request.engine is not None else choose_engine(
         source, connection=request.connection, memory_limit=request.memory_limit,
         threads=request.threads, reproducible=request.reproducible)

@@ -46,7 +46,7 @@ from mleval_sql.params import CURVE_PARAMS, PARAMS, Param
 from mleval_sql.plot import CURVE_COLUMNS, INSTALL_HINT, PlotError, check_target, plot_curve
 from mleval_sql.registry import AVERAGES, METRICS, Metric
 from mleval_sql.reporting import add_command as add_report_command
-from mleval_sql.request import OPTIONS, Action, actions_of
+from mleval_sql.request import OPTIONS, Action, Option, actions_of
 from mleval_sql.schema import TASKS
 
 PROG = "mleval"
@@ -221,7 +221,7 @@ def _add_request(cmd: argparse.ArgumentParser, action: Action, *, statement: boo
     present = {a.dest for a in cmd._actions}
     for option in OPTIONS.values():
         if action not in option.command_actions or option.name in present \
-                or option.name in skip or (statement and not option.statement):
+                or option.name in skip or not _at_door(option, statement):
             continue
         flag = FLAGS.get(option.name, option.flag)
         if option.name == "drop_intermediate":
@@ -286,6 +286,11 @@ def _add_param(cmd: argparse._ActionsContainer, name: str) -> None:
 IF_GIVEN = ("metrics", "storage_options", "as_of", "threads", "ci", "resamples", "seed")
 
 
+def _at_door(option: Option, statement: bool) -> bool:
+    """Whether ``mleval sql`` (``statement``) or a command that runs takes ``option``."""
+    return option.statement if statement else not option.only_statement
+
+
 def request(args: argparse.Namespace, action: Action, *,
             statement: bool = False) -> dict[str, Any]:
     """The options of ``action`` on the command line by name, as the API's keywords (lists
@@ -293,7 +298,7 @@ def request(args: argparse.Namespace, action: Action, *,
     given: dict[str, Any] = {}
     for option in OPTIONS.values():
         if action not in option.command_actions or option.name == "kind" \
-                or (statement and not option.statement):
+                or not _at_door(option, statement):
             continue
         value = getattr(args, option.name, None)
         if value is None and (option.name in IF_GIVEN or option.default not in (None, (), False)):

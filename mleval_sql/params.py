@@ -167,6 +167,15 @@ SWITCHES: dict[str, Param] = _params(
           "adjusted_mutual_info); a sum over the margins", "choice", choices=(True, False)),
     Param("replicates", None, "the bootstrap replicates a run computes (a chunk of 0, 1, ..., "
           "resamples - 1)", "numbers"),
+    Param("class_counts", True, "count each score's true and false rows (asked: "
+          "average_precision, or a partial AUC); without them, with every weight 1, the ROC "
+          "AUC and break-even points come from one sort of ranks", "choice",
+          choices=(True, False)),
+    Param("label_totals", True, "each row with its label's totals (asked: break_even, or a "
+          "partial AUC)", "choice", choices=(True, False)),
+    Param("unit_weights", False, "every weight is 1 (set by the engine: no weight column, and "
+          "not a bootstrap replicate, whose draws weigh the rows): counts instead of sums",
+          "choice", choices=(True, False)),
 )
 DEFAULTS: dict[str, Any] = {p.name: p.default for p in (*PARAMS.values(),
                                                          *CURVE_PARAMS.values())}

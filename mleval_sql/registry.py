@@ -46,7 +46,12 @@ STEPS: dict[str, Step] = {s.name: s for s in (
     # ranking across samples, per label: the curve from one sorted pass (ranked_points)
     Step("ranked_points", ("predictions",), "curve_points", ("bins",)),
     Step("curve_counts", ("curve_points",), "confusion_counts", ("threshold",)),
-    Step("ranking_metrics", ("curve_points",), None, ("max_fpr", "micro"), averaged=True),
+    # the ranking metrics from one sorted pass over the predictions, or off the curve table
+    # where the request makes it anyway (FUSED)
+    Step("ranking_metrics", ("predictions",), None,
+         ("bins", "max_fpr", "micro", "unit_weights", "class_counts", "label_totals"),
+         averaged=True),
+    Step("curve_metrics", ("curve_points",), None, ("max_fpr", "micro"), averaged=True),
     Step("operating_points", ("curve_points",), None, ("min_recall", "min_precision")),
     Step("curve_rates", ("curve_points",), None, ("kind", "drop_intermediate", "max_points")),
     # DeLong's variance of the AUC, and each row's placement (a paired test's term)
@@ -122,7 +127,7 @@ SAMPLES = Family("samples", "sample_metrics", {"multilabel": ("sample_counts",)}
 TOP_K = Family("top_k", "top_k_metrics", {"multiclass": ("true_ranks",)})
 _CURVE = ("ranked_points",)
 _SCORED = ("binary", "multilabel", "multiclass")
-RANKING = Family("ranking", "ranking_metrics", dict.fromkeys(_SCORED, _CURVE), LABEL_AVERAGES)
+RANKING = Family("ranking", "ranking_metrics", dict.fromkeys(_SCORED, ()), LABEL_AVERAGES)
 OPERATING = Family("operating", "operating_points", dict.fromkeys(_SCORED, _CURVE),
                    ("none", "macro"))
 #: Decision metrics at several thresholds: one scan into buckets between the thresholds, then
@@ -150,9 +155,11 @@ FAMILIES = (DECISIONS, MULTICLASS, SAMPLES, TOP_K, RANKING, OPERATING, SWEEP, OV
             LABEL_RANKING, PROBABILITY, PROBABILITY_MULTICLASS, CALIBRATION, REGRESSION,
             CLUSTERING, CONTINGENCY)
 
-#: Statistics read off another family's when both are asked: with the curve in a request, the
-#: decision counts at the threshold come from its sorted pass, not from a scan of their own.
-FUSED: dict[str, tuple[str, ...]] = {"threshold_counts": ("ranked_points", "curve_counts")}
+#: Steps read off another family's statistics when both are asked: with the curve in a
+#: request, the decision counts at the threshold and the ranking metrics come from its sorted
+#: pass, not from a scan or a sort of their own.
+FUSED: dict[str, tuple[str, ...]] = {"threshold_counts": ("ranked_points", "curve_counts"),
+                                     "ranking_metrics": ("ranked_points", "curve_metrics")}
 
 #: Curves (``me.curve``): the steps of each kind; "sweep" is decision metrics at thresholds.
 CURVES: dict[str, tuple[str, ...]] = {

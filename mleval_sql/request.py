@@ -14,7 +14,7 @@ parameters, and :func:`tidy` lays the rows out.
 >>> request.metrics, request.by, request.average
 (('roc_auc', 'f1'), ('model',), ('macro',))
 >>> request.plan("multilabel").steps()
-['ranked_points', 'ranking_metrics', 'curve_counts', 'decision_metrics']
+['ranking_metrics', 'threshold_counts', 'decision_metrics']
 """
 
 from __future__ import annotations
@@ -80,6 +80,8 @@ class Option:
     connection, or what only a program uses, has none). ``arity``: how the command line
     takes it: one ``value``, a ``list`` (the flag repeated, or comma-separated), ``pairs``
     (``KEY=VALUE``, repeated) or a ``switch``.
+    ``only_statement``: taken by a statement to paste alone (``me.sql``, ``mleval sql``), not
+    by a request that runs.
     """
 
     name: str
@@ -90,6 +92,7 @@ class Option:
     metavar: str | None = None
     choices: Collection[str] = ()
     default: Any = None
+    only_statement: bool = False
     commands: tuple[Action, ...] | None = None  # the commands with its flag (None: actions)
 
     @property
@@ -105,6 +108,7 @@ class Option:
 _EVALUATE: tuple[Action, ...] = ("evaluate", "compare", "slices")
 _COMPARE: tuple[Action, ...] = ("compare",)
 _SLICES: tuple[Action, ...] = ("slices",)
+_STATEMENT: tuple[Action, ...] = ("evaluate", "curve", "check")
 #: Every option that is not a metric parameter (those are :data:`mleval_sql.params.PARAMS`,
 #: taken by ``evaluate`` and ``compare`` and, for the sweep and bins, ``curve``).
 OPTIONS: dict[str, Option] = {o.name: o for o in (
@@ -169,8 +173,20 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            metavar="KEY=VALUE"),
     Option("as_of", "a Delta table's version or an Iceberg snapshot id (or an ISO timestamp: "
            "the version then); default: the current one", statement=False, metavar="N"),
-    Option("connection", "a DuckDB connection, or a database's for engine='sql'",
-           statement=False, commands=()),
+    Option("connection", "a DuckDB connection, or a database's for engine='sql' (for a "
+           "statement: the database of the table it reads, which says the table's columns)",
+           commands=()),
+    Option("no_weight", "read no weight column: every row weighs 1 (as --column weight=)",
+           _STATEMENT, arity="switch", default=False, only_statement=True),
+    Option("single", "one statement even where the dialect's planner copies each CTE into "
+           "its readers (Spark, Databricks): for a BI tool that takes one; Spark then plans "
+           "it in minutes, or runs out of memory, beyond a metric or two (default there: a "
+           "script that writes the shared statistics as tables first)", _STATEMENT,
+           arity="switch", default=False, only_statement=True),
+    Option("schema_from", "a parquet or CSV file with the table's columns (a sample of it): "
+           "the statement then reads them as evaluate would (a weight column where the table "
+           "has one, no label column where it has none, the truth's type)", _STATEMENT,
+           metavar="FILE", only_statement=True),
 )}
 
 
@@ -196,6 +212,8 @@ class Request:
     storage_options: Mapping[str, str] | None = None
     as_of: int | str | datetime | None = None
     connection: Any = None
+    single: bool = False
+    schema_from: str | None = None
     wide: bool = False
     model: str | None = None
     baseline: Any = None
@@ -209,7 +227,7 @@ class Request:
     fdr: float = 0.05
 
     @classmethod
-    def build(cls, action: Action, **given: Any) -> Request:
+    def build(cls, action: Action, *, _statement: bool = False, **given: Any) -> Request:
         """The request of ``action`` with the options ``given`` (names of :data:`OPTIONS` and
         :data:`~mleval_sql.params.PARAMS`); an option at its default is not given. Raises
         ``InputError`` naming the first option that is unknown, bad, or in conflict with
@@ -224,6 +242,15 @@ class Request:
         given = {k: v for k, v in given.items() if not _is_default(k, v)}
         for name in given:
             _check_taken(action, name, given.get("kind"))
+            if name in OPTIONS and OPTIONS[name].only_statement and not _statement:
+                raise InputError(f"{name} applies to a statement to paste (me.sql, mleval sql), "
+                                 f"not to {action}")
+        if given.pop("no_weight", False):  # the same as columns={"weight": None}
+            columns = dict(given.get("columns") or {})
+            if columns.get("weight") is not None:
+                raise InputError(f"no_weight and columns={{'weight': {columns['weight']!r}}}: "
+                                 "give one or the other")
+            given["columns"] = {**columns, "weight": None}
         values: dict[str, Any] = {"action": action}
         for name, value in given.items():
             if name in OPTIONS:
@@ -260,7 +287,10 @@ class Request:
             if name in _INTERVALS and not _is_default(name, value):
                 raise InputError(f"{name}: a statement gives no intervals; evaluate does "
                                  "(engine='sql' runs its steps in your database)")
-        return cls.build(action, **given)
+        if given.get("connection") is not None and given.get("schema_from") is not None:
+            raise InputError("connection= and schema_from=: the table's columns come from one "
+                             "of them")
+        return cls.build(action, _statement=True, **given)
 
     # -- the task ---------------------------------------------------------------------------
 
@@ -352,6 +382,9 @@ class Request:
         return {**self.params,
                 "micro": "micro" in self.averages(plan.task),
                 "adjusted": "adjusted_mutual_info" in names,
+                "class_counts": "average_precision" in names or self.params["max_fpr"]
+                is not None,
+                "label_totals": "break_even" in names or self.params["max_fpr"] is not None,
                 "kind": kind,
                 "drop_intermediate": drop,
                 "max_points": self.max_points or None}
@@ -566,7 +599,8 @@ _CHECKS: dict[str, Any] = {
     "reproducible": _bool("reproducible"),
     "against": _choice("against", ("rest",)), "over": _texts("over"),
     "max_level": _whole("max_level", 1), "min_support": _support, "top": _whole("top", 1),
-    "alpha": _alpha, "quantiles": _whole("quantiles", 2), "fdr": _rate,
+    "alpha": _alpha, "quantiles": _whole("quantiles", 2), "single": _bool("single"),
+    "schema_from": _column("schema_from"), "no_weight": _bool("no_weight"), "fdr": _rate,
     "max_points": _points, "curves": _curves,
 }
 
@@ -601,10 +635,18 @@ class Plan:
         """The metrics and averages each final step is asked for (the engines' ``keep``)."""
         kept: dict[str, tuple[set[str], set[str]]] = {}
         for name, wanted in self.keep.items():
-            metrics, averages = kept.setdefault(self.families[name].final, (set(), set()))
+            metrics, averages = kept.setdefault(self.final(self.families[name]),
+                                                (set(), set()))
             metrics.update(wanted)
             averages.update("none" if a is None else a for a in set().union(*wanted.values()))
         return {step: (sorted(m), sorted(a)) for step, (m, a) in kept.items()}
+
+    def final(self, family: Family) -> str:
+        """The step whose rows are ``family``'s: its final step, or the one that reads them off
+        another family's statistics in this plan (``registry.FUSED``)."""
+        instead = FUSED.get(family.final)
+        return instead[-1] if instead is not None and instead[-1] in self.steps() \
+            else family.final
 
     def steps(self) -> list[str]:
         if self.curve:
@@ -614,7 +656,7 @@ class Plan:
             ordered.update(dict.fromkeys(family.steps(self.task)))
         if self.delong():  # DeLong's variance from the curve the AUC is read off
             paired = self.request.model is not None  # a comparison of models: each placement
-            ordered.update(dict.fromkeys((*RANKING.stats[self.task], "block_placements",
+            ordered.update(dict.fromkeys((*CURVES["roc"][:-1], "block_placements",
                                           DELONG, *([PLACEMENTS] if paired else []))))
         ordered.update(dict.fromkeys(self.drawn))  # read off the same statistics
         fused: dict[str, None] = {}
@@ -672,7 +714,7 @@ def tidy(plan: Plan, results: Mapping[str, pl.DataFrame], by: Sequence[str], *,
     frames = []
     for family_name, wanted in plan.keep.items():
         family = plan.families[family_name]
-        rows = results[family.final]
+        rows = results[plan.final(family)]
         if family is SWEEP:  # each (segment, threshold) was one segment
             rows = rows.with_columns(threshold=pl.col("segment").struct.field("threshold"),
                                      segment=pl.col("segment").struct.field("segment"))

@@ -8,18 +8,24 @@ literals with their defaults filled in, giving the rows ``evaluate`` gives for t
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import logging
+import sys
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
+import polars as pl
 import sqlglot
 from sqlglot import exp
 
-from mleval_sql import dialects, slicing
+from mleval_sql import clustering, dialects, slicing
 from mleval_sql.engines.sql import canonical
 from mleval_sql.params import PARAMS
-from mleval_sql.registry import AVERAGING, METRICS, STEPS, SWEEP
+from mleval_sql.registry import AVERAGING, FUSED, METRICS, STEPS, SWEEP
 from mleval_sql.request import OPERATING_THRESHOLD, SWEEP_METRICS, Plan, Request
-from mleval_sql.schema import Columns, InputError, Task
+from mleval_sql.schema import Columns, InputError, Task, check_columns
+
+LOG = logging.getLogger("mleval_sql")
 
 #: Which summary column of queries/validate_summary.sql says what problem (--checks), with the
 #: column holding an example sample where there is one.
@@ -36,7 +42,7 @@ PROBLEMS: tuple[tuple[str, str, str | None], ...] = (
 
 
 def sql(metrics: str | Sequence[str] | None = None, *, task: Task | None = None,
-        dialect: str = "duckdb", table: str = "predictions", by: str | Sequence[str] = (),
+        dialect: str | None = None, table: str = "predictions", by: str | Sequence[str] = (),
         columns: Mapping[str, str | None] | None = None, average: str | Sequence[str] | None = None,
         view: str | None = None, checks: bool = False, curve: str | None = None,
         pretty: bool = True, **params: Any) -> str:
@@ -45,15 +51,27 @@ def sql(metrics: str | Sequence[str] | None = None, *, task: Task | None = None,
     ``metrics``, ``task``, ``by``, ``columns``, ``average`` and the parameters (``threshold=``,
     ``thresholds=``, ``bins=``, ``beta=``, ``k=``, ``zero_division=``, ``max_fpr=``,
     ``min_recall=``, ``min_precision=``, ``n_bins=``, ``drop_intermediate=``) mean what they
-    mean for ``evaluate``, and the rows come in the same order. A statement cannot look at the
-    data: the task is the one named, else the one the metrics share, else binary where no label
+    mean for ``evaluate``, and the rows come in the same order. ``dialect``: any of sqlglot's
+    (default: the connection's, else duckdb).
+
+    The table's columns: with ``connection=`` (the database holding ``table``: a DuckDB,
+    ADBC or DB-API connection, or a SparkSession) or ``schema_from=`` (a parquet or CSV file
+    with the same columns), the statement reads them as ``evaluate`` would: a weight column
+    where the table has one named as ``columns`` says (default ``weight``), no label column
+    where it has none (a binary task), the truth's own type. Without either it cannot look:
+    the task is the one named, else the one the metrics share, else binary where no label
     column is read (``columns={"label": None}``; a binary statement reads a label column only
-    where ``columns`` names one); a weight column is read only when ``columns`` names one;
-    ``truth`` may be boolean or 0/1. ``checks``: one row per problem found in the input instead
-    (``segment columns, problem, count, example``). ``curve``: "roc", "pr", "sweep" or
-    "reliability", the rows of ``me.curve``. ``view``: a ``CREATE VIEW`` of that name.
-    Clustering metrics (not yet portable): the family's query over ``predictions(sample,
-    truth, cluster, weight, segment)`` with ``$parameters``.
+    where ``columns`` names one); a weight column is read only where ``columns`` names one
+    (``no_weight=True`` or ``columns={"weight": None}`` says none: otherwise the statement's
+    header and a warning say that its rows weigh 1 each); ``truth`` may be boolean or 0/1.
+
+    ``checks``: one row per problem found in the input instead (``segment columns, problem,
+    count, example``). ``curve``: "roc", "pr", "sweep" or "reliability", the rows of
+    ``me.curve``. ``view``: a ``CREATE VIEW`` of that name. For a dialect whose planner copies
+    each CTE into its readers (Spark, Databricks: :attr:`dialects.Dialect.inlines_ctes`) the
+    statement is a script (:func:`script`; :func:`statements` splits it) unless ``single=True``
+    or ``view``. Clustering metrics (not yet portable): the family's query over
+    ``predictions(sample, truth, cluster, weight, segment)`` with ``$parameters``.
 
     ``over=``: the weakest slices instead (:func:`mleval_sql.slicing.statement`): SliceLine's
     search by one row-wise error (``metrics``, default ``error_rate``) with ``max_level``,
@@ -70,21 +88,25 @@ def sql(metrics: str | Sequence[str] | None = None, *, task: Task | None = None,
     action = "check" if checks else "curve" if curve else "evaluate"
     request = Request.statement(action, metrics=metrics, task=task, by=by, columns=columns,
                                 average=average, kind=curve, **params)
+    known = _table_columns(request, table, dialect)
+    if dialect is None:
+        dialect = known.dialect if known is not None and known.dialect else "duckdb"
     try:
         sqlglot.Dialect.get_or_raise(dialect)
     except ValueError as error:
         raise InputError(str(error)) from error
-    task = request.statement_task()
-    if task == "clustering":
-        return _family_query(request, dialect, pretty)
-    cols = Columns.from_mapping(request.columns)
-    if task == "binary" and "label" not in request.columns:
-        cols = Columns.from_mapping({**request.columns, "label": None})
-    weight = request.columns.get("weight")
     source = exp.to_table(table, dialect=dialect)
     for part in source.parts:
         part.set("quoted", True)
-    builder = _Builder(dialect, list(request.by))
+    if known is not None and clustering.is_clustering(
+            known.schema, request.column_map, request.by, request.settled_task(),
+            mapped=set(request.columns)):
+        request = replace(request, task="clustering")
+    task = request.statement_task()
+    if task == "clustering":
+        return _family_query(request, dialect, pretty)
+    cols, weight, truth_type = _read_columns(request, known, task)
+    builder = _Builder(dialect, list(request.by), truth_type)
     if checks:
         body, what = builder.checks(source, cols, weight, task), "input checks"
     elif curve:
@@ -94,7 +116,13 @@ def sql(metrics: str | Sequence[str] | None = None, *, task: Task | None = None,
         plan = request.plan(task)
         body = builder.metrics(source, cols, weight, plan)
         what = ", ".join(request.metric_names(task))
-    text = dialects.render(body, dialect, pretty=pretty, what=what)
+    scripted = dialects.dialect_entry(dialect).inlines_ctes and not request.single and not view
+    if scripted:
+        text, written = script(body, dialect, pretty=pretty, what=what)
+    else:
+        if dialects.dialect_entry(dialect).not_materialized:
+            body = _projections_inline(body)
+        text, written = dialects.render(body, dialect, pretty=pretty, what=what) + ";", []
     if view:
         name = exp.to_table(view, dialect=dialect)
         for part in name.parts:
@@ -103,7 +131,238 @@ def sql(metrics: str | Sequence[str] | None = None, *, task: Task | None = None,
     shown = ", ".join(f"{k} {_shown(v)}" for k, v in builder.shown.items())
     header = (f"-- mleval_sql: {what} ({task or 'any task'}) from {table}"
               f"{'; ' + shown if shown else ''}.\n")
-    return header + text + ("" if dialect == "spark" else ";")
+    header += f"-- {_weights_said(request, known, weight)}\n"
+    if written:
+        header += (f"-- A script of {len(written) * 2 + 1} statements, to run in order (spark.sql "
+                   "one at a time, a %sql cell, spark-sql -f); the last gives the rows. "
+                   f"{dialect} plans a CTE anew wherever it is read, so the relations read "
+                   f"more than once are written first as tables of the current database "
+                   f"({', '.join(written)}; each replaced if it exists: drop them afterwards, "
+                   "and where the catalog forgets tables when the session ends, delete their "
+                   "folders too). single=True (--single): one statement instead, which "
+                   f"{dialect} plans in minutes, or runs out of memory, beyond a metric or two.\n")
+    return header + text
+
+
+@dataclass(frozen=True)
+class _Known:
+    """What a statement knows of its table: its columns, and the dialect of the database it
+    was read from (None: a file's)."""
+
+    schema: pl.Schema
+    dialect: str | None
+
+
+def _table_columns(request: Request, table: str, dialect: str | None) -> _Known | None:
+    """The columns of ``table``: from the connection given, else from ``schema_from``, else
+    unknown (None)."""
+    if request.schema_from is not None:
+        from mleval_sql.sources import as_source
+        return _Known(as_source(request.schema_from).schema(), None)
+    connection = request.connection
+    if connection is None:
+        return None
+    duckdb = sys.modules.get("duckdb")
+    if duckdb is not None and isinstance(connection, duckdb.DuckDBPyConnection):
+        # its registered frames too, which a cursor (another connection) does not see
+        name = exp.to_table(table, dialect="duckdb")
+        for part in name.parts:
+            part.set("quoted", True)
+        try:
+            frame = connection.sql(exp.select("*").from_(name).limit(0).sql("duckdb")).pl()
+        except Exception as error:
+            raise InputError(f"cannot read the columns of {table!r}: {error}") from error
+        return _Known(frame.schema, "duckdb")
+    from mleval_sql.engines.sql import database_table
+    found = database_table(table, connection, dialect)
+    try:
+        return _Known(found.schema(), found.database.dialect)
+    except InputError:
+        raise
+    except Exception as error:
+        found.database.rollback()
+        raise InputError(f"cannot read the columns of {table!r}: "
+                         f"{' '.join(str(error).split())}") from error
+
+
+def _read_columns(request: Request, known: _Known | None, task: Task | None
+                  ) -> tuple[Columns, str | None, pl.DataType | None]:
+    """The columns the statement reads, its weight column and the truth's type: evaluate's
+    choices where the table's columns are known."""
+    cols = Columns.from_mapping(request.columns)
+    if known is None:
+        if task == "binary" and "label" not in request.columns:
+            cols = Columns.from_mapping({**request.columns, "label": None})
+        return cols, request.columns.get("weight"), None
+    cols = cols.for_schema(known.schema)
+    weight = check_columns(known.schema, cols, request.by)
+    return cols, weight, known.schema[cols.truth]
+
+
+def _weights_said(request: Request, known: _Known | None, weight: str | None) -> str:
+    """The header's line on weights; a statement that may leave out a weight column evaluate
+    would read also warns."""
+    if weight is not None:
+        return f"Weights: column {weight}."
+    if known is not None or "weight" in request.columns:
+        return "Weights: none, every row weighs 1."
+    line = ("Weights: none read, every row weighs 1; evaluate reads a column named weight "
+            "where the table has one: columns={'weight': 'weight'} (--column weight=weight) "
+            "to read it, no_weight=True (--no-weight) to say there is none.")
+    LOG.warning("the statement reads no weight column (every row weighs 1), where evaluate "
+                "reads one named weight if the table has it: --column weight=weight to read "
+                "it, --no-weight to say there is none (or --schema-from FILE)")
+    return line
+
+
+#: The prefix of the tables a script writes.
+WRITTEN = "mleval_"
+#: The most tables a relation read more than once may read, all its copies together, and
+#: still be inlined in a script (one that reads the user's table is written whatever its size).
+_INLINED_LEAVES = 8
+
+
+def script(tree: exp.Select, dialect: str, *, pretty: bool = True,
+           what: str = "") -> tuple[str, list[str]]:
+    """``tree`` (a query with CTEs) as a script for a dialect whose planner copies a CTE, or a
+    view, into each reader: a CTE read more than once is written first as a table of its own
+    (``mleval_<name>``, replaced if it exists), which later statements read as a table, where
+    it reads the user's table (a pass over the rows, not to be repeated) or its copies would
+    read more than :data:`_INLINED_LEAVES` tables; then the query. A CTE that only projects a
+    table's rows is repeated, the others inlined. Gives the script and the names of the tables
+    it writes.
+
+    Tables, not cached views: Spark analyses a view, cached or not, as the whole plan it was
+    made of, so views that read views twice grow a plan of 2^depth leaves (a chain of 8 ran
+    a local session's 1 GB heap out of memory), where a table is one leaf."""
+    ctes, final = _hoisted(tree)
+    bodies = dict(ctes)
+    order = {name: i for i, (name, _) in enumerate(ctes)}
+    written: list[str] = []
+    leaves: dict[str, int] = {}  # the tables a CTE's plan reads, CTEs read once inlined
+    scans: dict[str, bool] = {}  # whether its plan reads the user's table
+    projections: set[str] = set()  # repeated in each reader, never written
+    for i, (name, body) in enumerate(ctes):
+        read = _read(body, order, before=i)
+        inlined = [r for r in read if r in leaves and r not in written]
+        leaves[name] = len(read) - len(inlined) + sum(leaves[r] for r in inlined)
+        scans[name] = any(r not in leaves or scans[r] for r in read if r not in written)
+        readers = sum(_read(other, order, before=j).count(name)
+                      for j, other in enumerate([*bodies.values(), final]) if j > i)
+        if _projection(body, order, before=i, projections=projections):
+            projections.add(name)
+        elif readers > 1 and (scans[name] or leaves[name] * readers > _INLINED_LEAVES):
+            written.append(name)
+    names = {name: WRITTEN + name for name in written}
+    statements: list[exp.Expression] = []
+    for name in written:
+        table = exp.Table(this=exp.to_identifier(names[name]))
+        statements.append(exp.Drop(tables=[table], kind="TABLE", exists=True))
+        statements.append(exp.Create(this=table.copy(), kind="TABLE",
+                                     expression=_with_needed(bodies[name], ctes, order[name],
+                                                             written, names)))
+    statements.append(_with_needed(final, ctes, len(ctes), written, names))
+    text = "\n".join(dialects.render(s, dialect, pretty=pretty, what=what) + ";"
+                     for s in statements)
+    return text, [exp.to_identifier(names[n]).sql(dialect) for n in written]
+
+
+def statements(text: str, dialect: str) -> list[str]:
+    """The statements of a script (:func:`script`), each as text without its ``;``, for
+    ``spark.sql`` one at a time: split at the semicolons outside quotes and comments."""
+    from sqlglot.tokens import TokenType
+
+    tokens = sqlglot.Dialect.get_or_raise(dialect).tokenize(text)
+    ends = [t.end for t in tokens if t.token_type == TokenType.SEMICOLON]
+    starts = [0, *(end + 1 for end in ends)]
+    parts = [text[a:b] for a, b in zip(starts, [*ends, len(text)], strict=True)]
+    return [p.strip() for p in parts if p.strip() and not _only_comments(p, dialect)]
+
+
+def _only_comments(text: str, dialect: str) -> bool:
+    return not sqlglot.Dialect.get_or_raise(dialect).tokenize(text)
+
+
+def _hoisted(tree: exp.Expression) -> tuple[list[tuple[str, exp.Expression]], exp.Expression]:
+    """The CTEs of ``tree`` in order, each one's own CTEs hoisted before it, and the query
+    without them."""
+    ctes: list[tuple[str, exp.Expression]] = []
+
+    def hoist(node: exp.Expression) -> exp.Expression:
+        with_ = node.args.get("with_")
+        if with_:
+            for cte in with_.expressions:
+                ctes.append((cte.alias, hoist(cte.this.copy())))
+            node.set("with_", None)
+        return node
+
+    return ctes, hoist(tree.copy())
+
+
+def _projections_inline(tree: exp.Expression) -> exp.Expression:
+    """``tree`` with its CTEs that only project rows (of a table or of such a CTE) marked NOT
+    MATERIALIZED: read twice, they are re-read, where DuckDB and PostgreSQL would otherwise
+    write their rows out first (1M rows: about 0.05 s in DuckDB)."""
+    ctes, _ = _hoisted(tree)
+    order = {name: i for i, (name, _) in enumerate(ctes)}
+    projections: set[str] = set()
+    for i, (name, body) in enumerate(ctes):
+        if _projection(body, order, before=i, projections=projections):
+            projections.add(name)
+    tree = tree.copy()
+    for cte in tree.find_all(exp.CTE):
+        if cte.alias in projections:
+            cte.set("materialized", False)
+    return tree
+
+
+def _read(tree: exp.Expression, order: Mapping[str, int], *, before: int) -> list[str]:
+    """The relations ``tree`` reads, once per mention: the CTEs defined before position
+    ``before`` by name, any other as a table (a CTE sees only those before it: one that reads
+    its own name reads the table of that name)."""
+    return [t.name if order.get(t.name, before) < before else f"{t.name} (table)"
+            for t in tree.find_all(exp.Table) if not t.args.get("db")]
+
+
+def _projection(body: exp.Expression, order: Mapping[str, int], *, before: int,
+                projections: Collection[str]) -> bool:
+    """Whether ``body`` only projects rows of a table or of such a projection (no join,
+    grouping, window or subquery): cheaper to repeat than to write."""
+    return (isinstance(body, exp.Select) and not body.args.get("joins")
+            and not body.args.get("group") and not body.args.get("distinct")
+            and not any(body.find_all(exp.Window, exp.AggFunc, exp.Subquery))
+            and all(r.endswith(" (table)") or r in projections
+                    for r in _read(body, order, before=before)))
+
+
+def _with_needed(query: exp.Expression, ctes: list[tuple[str, exp.Expression]], before: int,
+                 written: list[str], names: dict[str, str]) -> exp.Expression:
+    """``query`` (the CTE at position ``before``, or the final query) reading the written
+    tables under their names, with the other CTEs it reads (at any depth) as its WITH, in
+    their order."""
+    order = {name: i for i, (name, _) in enumerate(ctes)}
+    needed: set[str] = set()
+    todo = [(query, before)]
+    while todo:
+        tree, position = todo.pop()
+        for name in _read(tree, order, before=position):
+            if name in order and name not in written and name not in needed:
+                needed.add(name)
+                todo.append((ctes[order[name]][1], order[name]))
+    visible = {name: names[name] for name in written if order[name] < before}
+    out = _renamed_before(query.copy(), visible, order, before)
+    for name, body in ctes:
+        if name in needed:
+            out = out.with_(exp.to_identifier(name),
+                            as_=_renamed_before(body.copy(), visible, order, order[name]))
+    return out
+
+
+def _renamed_before(tree: exp.Expression, names: dict[str, str], order: Mapping[str, int],
+                    before: int) -> exp.Expression:
+    """``tree`` (at position ``before``) reading the relations ``names`` maps under their new
+    names, those defined before it only."""
+    return _rename(tree, {k: v for k, v in names.items() if order[k] < before})
 
 
 def _slices_statement(metrics: str | Sequence[str] | None, *, dialect: str, table: str,
@@ -124,8 +383,9 @@ def _shown(value: object) -> str:
 class _Builder:
     """CTEs of the steps, renamed so that several families live in one statement."""
 
-    def __init__(self, dialect: str, by: list[str]) -> None:
-        self.dialect, self.by = dialect, by
+    def __init__(self, dialect: str, by: list[str], truth_type: pl.DataType | None) -> None:
+        self.dialect, self.by, self.truth_type = dialect, by, truth_type
+        self.one_label = False  # no label column: every row has one label (_source)
         self.keys = dialects.segment_keys(by)
         self.ctes: dict[str, exp.Expression] = {}
         self.shown: dict[str, object] = {}
@@ -134,8 +394,9 @@ class _Builder:
 
     def _source(self, table: exp.Table, cols: Columns, weight: str | None, by: list[str], *,
                 truth: str) -> None:
-        select = canonical(table, cols, weight, by, truth=truth)
-        if truth == "number":  # unknown type: a boolean's text is 'true' / 'false'
+        select = canonical(table, cols, weight, by, truth=truth, truth_type=self.truth_type)
+        self.one_label = cols.label is None
+        if truth == "number" and self.truth_type is None:  # a boolean's text: 'true', 'false'
             text = exp.cast(exp.column(exp.to_identifier(cols.truth, quoted=True)), "varchar")
             number = exp.Case(this=text, ifs=[
                 exp.If(this=exp.Literal.string("true"), true=exp.Literal.number("1.0")),
@@ -174,6 +435,8 @@ class _Builder:
         ``keys``; made once (statistics are shared by name)."""
         if cte not in self.ctes:
             tree = dialects.bind(sqlglot.parse_one(_load(step), read="duckdb"), params)
+            if self.one_label:
+                tree = dialects.one_label_windows(tree)
             tree = dialects.expand_segment(tree, keys)
             tree = _rename(tree, relations)
             self.ctes[cte] = _own_ctes_prefixed(tree, cte)
@@ -202,18 +465,18 @@ class _Builder:
     def metrics(self, table: exp.Table, cols: Columns, weight: str | None,
                 plan: Plan) -> exp.Select:
         request, task = plan.request, plan.task
-        params = request.engine_params(plan)
+        params = {**request.engine_params(plan), "unit_weights": weight is None}
         self._source(table, cols, weight, self.by, truth="number" if task == "regression"
                      else "bool")
         parts = []
         optional = self._optional(plan, params)
         # families whose labels are values first: a NULL label then takes their type (in
         # PostgreSQL a NULL that a CTE gives is text, which no UNION matches with a number)
-        order = sorted(plan.keep, key=lambda f: _null_column(_rows_of(plan.families[f].final),
-                                                             "label"))
+        order = sorted(plan.keep, key=lambda f: _null_column(
+            _rows_of(plan.final(plan.families[f])), "label"))
         for family_name in order:
             family, wanted = plan.families[family_name], plan.keep[family_name]
-            cte, keys = self._chain(family.steps(task), params, f"{family_name}_rows")
+            cte, keys = self._chain(_chain_of(plan, family), params, f"{family_name}_rows")
             parts.append(self._family_rows(plan, family, wanted, cte, keys, params, optional))
         body = parts[0]
         for part in parts[1:]:
@@ -249,7 +512,7 @@ class _Builder:
                      cte: str, keys: list[str], params: dict[str, object],
                      optional: list[str]) -> exp.Select:
         used = _params_of(family, plan.task)
-        final = sqlglot.parse_one(_load(_rows_of(family.final)), read="duckdb")
+        final = sqlglot.parse_one(_load(_rows_of(plan.final(family))), read="duckdb")
         has = {p.alias_or_name for p in final.selects}
         row = exp.column
         def typed_null(name: str) -> exp.Expression:
@@ -272,7 +535,8 @@ class _Builder:
                             expressions=[exp.Literal.string(m) for m in having]),
                 true=dialects.literal(params[p]))], default=typed_null(p)) if having \
                 else typed_null(p)
-        label = exp.null() if _null_column(_rows_of(family.final), "label") else row("label")
+        label = exp.null() if _null_column(_rows_of(plan.final(family)), "label") \
+            else row("label")
         picks = []
         for metric, averages in wanted.items():
             for a in averages:
@@ -342,7 +606,7 @@ class _Builder:
     def curve(self, table: exp.Table, cols: Columns, weight: str | None, request: Request,
               task: Task | None) -> exp.Select:
         plan = request.plan(task or "multilabel")  # every classification task's curve steps
-        params = request.engine_params(plan)
+        params = {**request.engine_params(plan), "unit_weights": weight is None}
         self._source(table, cols, weight, self.by, truth="bool")
         if plan.sweep:
             cte, keys = self._chain(SWEEP.steps(plan.task), params, "sweep_rows")
@@ -403,6 +667,14 @@ _METRIC_PARAMS = tuple(name for name, p in PARAMS.items() if p.column == "metric
 
 def _params_of(family: Any, task: Task) -> set[str]:
     return {p for s in family.steps(task) for p in STEPS[s].params}
+
+
+def _chain_of(plan: Plan, family: Any) -> tuple[str, ...]:
+    """The steps that give ``family``'s rows in ``plan``: its own, or those that read them off
+    another family's statistics (``registry.FUSED``)."""
+    if plan.final(family) == family.final:
+        return family.steps(plan.task)
+    return (*family.stats[plan.task], *FUSED[family.final])
 
 
 def _rows_of(final: str) -> str:

@@ -119,7 +119,8 @@ def test_sql_speaks_the_language_of_evaluate(capsys, tmp_path):
     target = tmp_path / "f1.sql"
     code, out, err = _cli(capsys, "sql", "--metric", "f1,precision", "--threshold", "0.3",
                           "--task", "binary", "--by", "region", "-o", target)
-    assert (code, out, err) == (0, "", "")
+    assert (code, out) == (0, "")  # every row weighs 1, said in the header and on stderr
+    assert "reads no weight column" in err and "Weights: none read" in target.read_text()
     con = duckdb.connect()
     con.register("predictions", frame)
     got = con.sql(target.read_text()).pl()

@@ -14,7 +14,7 @@ from polars.testing import assert_frame_equal
 
 import mleval_sql as me
 from mleval_sql import dialects
-from mleval_sql.params import DEFAULTS
+from mleval_sql.params import DEFAULTS, SWITCHES
 from mleval_sql.registry import LABEL_AVERAGES, METRICS, STEPS
 from tests.data import make_predictions
 from tests.helpers import assert_same_rows
@@ -110,8 +110,8 @@ def test_curves_sweeps_and_checks(database: tuple[str, Any]) -> None:
 
 def test_every_step_renders_for_every_dialect() -> None:
     """Each step either renders and parses back in every dialect, or fails naming why."""
-    params = {**DEFAULTS, "thresholds": [0.25, 0.5], "micro": True, "drop_intermediate": True,
-              "adjusted": True, "replicates": [0, 1]}
+    params = {**DEFAULTS, **{p.name: p.default for p in SWITCHES.values()},
+              "thresholds": [0.25, 0.5], "drop_intermediate": True, "replicates": [0, 1]}
     failed = []
     for dialect in (*dialects.RUN, *dialects.RENDERED):
         for step in STEPS:

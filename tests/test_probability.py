@@ -24,12 +24,12 @@ from mleval_sql import queries
 from mleval_sql.api import curve
 from mleval_sql.engines import polars as plans
 from mleval_sql.registry import STEPS
+from mleval_sql.statement import statements
 from tests.data import make_predictions
 from tests.helpers import (
     assert_frames_close,
     assert_same_rows,
     assert_standalone_equals_oracle,
-    run_standalone,
     statement_options,
 )
 from tests.oracle_probability import expected_calibration_error
@@ -311,7 +311,12 @@ def test_queries_render_in_other_dialects(metric, dialect):
     """The rendering, read back from its dialect into DuckDB's and run there: the oracle's
     values (no other engine runs here, so this checks what sqlglot wrote, not the engine)."""
     rendered = me.sql(metric, dialect=dialect, **statement_options("multilabel", metric, "region"))
-    back = sqlglot.transpile(rendered, read=dialect, write="duckdb")[0]
+    *before, last = (sqlglot.transpile(s, read=dialect, write="duckdb")[0]
+                     for s in statements(rendered, dialect))  # Spark: a script
     frame = make_predictions("multilabel", seed=15, n_samples=30)
-    rows = run_standalone(back, frame)
+    con = duckdb.connect()
+    con.register("predictions", frame)
+    for statement in before:
+        con.execute(statement)
+    rows = con.sql(last).pl()
     assert_standalone_equals_oracle(rows, frame, "multilabel", metric, "region", DEFAULT_PARAMS)

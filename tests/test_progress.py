@@ -37,9 +37,8 @@ def test_a_terminal_shows_the_stages(monkeypatch, engine, budget):
     assert "mleval: checks" in text
     assert ("mleval: statistics" in text) if engine == "duckdb" else (
         "mleval: statistics and metrics" in text)
-    if engine == "duckdb":
-        # the decision counts are read off the ranking's pass (registry.FUSED)
-        assert "metrics: decision_metrics" in text and "statistics: curve_counts" in text
+    if engine == "duckdb":  # ROC AUC from ranks: no curve, the decision counts a scan's
+        assert "metrics: decision_metrics" in text and "statistics: threshold_counts" in text
     if budget:
         segments = data["region"].n_unique()
         assert "checks, by batch" in text and "metrics, by batch" in text

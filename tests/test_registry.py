@@ -36,9 +36,10 @@ def test_step_exists_on_both_engines_with_the_same_parameters(name):
     assert set(queries.parameters(sql)) == set(step.params)
     signature = inspect.signature(getattr(plans, name))
     # keep (the rows a request keeps): the SQL gets them by a filter around the step;
-    # unit_weights (no weight column): how polars may sum, which the SQL does not need
+    # unit_weights (no weight column): how polars may sum, where the SQL does not need it
     keyword = {p.name for p in signature.parameters.values() if p.kind == p.KEYWORD_ONLY
-               and p.name not in ("keep", "unit_weights")}
+               and p.name != "keep"
+               and (p.name != "unit_weights" or p.name in step.params)}
     positional = [p.name for p in signature.parameters.values() if p.kind != p.KEYWORD_ONLY]
     assert keyword == set(step.params)
     assert positional == list(step.reads)
@@ -82,7 +83,8 @@ def test_every_metric_has_a_summary_and_a_standalone_query(name):
 def test_other_dialects_read_back_give_the_oracle_values(name, dialect):
     """A rendering for another dialect, read back into DuckDB's and run there: the oracle's
     values (only DuckDB runs here: this checks what sqlglot wrote, not those engines)."""
-    rendered = me.sql(name, dialect=dialect, **statement_options("multilabel", name, "region"))
+    rendered = me.sql(name, dialect=dialect, single=True,  # Spark's default: a script
+                      **statement_options("multilabel", name, "region"))
     try:
         back = sqlglot.transpile(rendered, read=dialect, write="duckdb")[0]
     except sqlglot.errors.ParseError as error:  # sqlglot writes what it cannot read back
@@ -110,7 +112,8 @@ def test_a_family_gives_exactly_the_metrics_the_registry_names(family, task, eng
     try:
         runner.summary()
         params = {**checked(thresholds=[0.5] if family is SWEEP else None), "micro": True,
-                  "adjusted": True, "kind": "roc", "drop_intermediate": False}
+                  "adjusted": True, "class_counts": True, "label_totals": True, "kind": "roc",
+                  "drop_intermediate": False}
         rows = runner.results(family.steps(task), params, numeric_truth=task == "regression")
     finally:
         runner.close()

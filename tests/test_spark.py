@@ -90,7 +90,7 @@ def _views(spark) -> set[str]:
 
 
 def test_one_scan_of_the_source_per_family_of_statistics(spark, tmp_path, monkeypatch):
-    """The plans of one request (checks, then the curve, decisions fused onto it, and the
+    """The plans of one request (checks, then the curve, the decision counts and the
     probability sums), taken here from every frame the engine computes (persists or
     collects): each statistics step reads the parquet source once, the final steps read only
     what the steps kept. The exact curve's blocks are a view that ranked_points' final SELECT
@@ -113,15 +113,17 @@ def test_one_scan_of_the_source_per_family_of_statistics(spark, tmp_path, monkey
              for step, steps in plans.items()}
     assert scans["ranked_points (sorted blocks)"] == 1  # the exact curve: one scan, sorted
     assert scans["probability_sums"] == 1
-    assert "threshold_counts" not in scans  # f1 read off the curve: no scan of its own
-    for step in ("ranked_points", "curve_counts", "ranking_metrics", "decision_metrics",
+    # the ROC AUC alone reads no curve in the request's plan: the decisions count at the
+    # threshold in one scan of their own (registry.FUSED fuses them onto a curve a metric reads)
+    assert scans["threshold_counts"] == 1
+    for step in ("ranked_points", "ranking_metrics", "decision_metrics",
                  "probability_metrics"):
         assert scans[step] == 0, step
     # the checks: the labels, the values, the rows with a bad value (the examples: a filtered
     # pass, cheaper on DuckDB and polars than a (sample, label) key built for every row in the
     # values' pass) and the per-sample counts, one pass each
     assert scans["validate_summary"] == 4
-    assert sum(scans.values()) == 6
+    assert sum(scans.values()) == 7
 
 
 def test_a_binned_sweep_equals_duckdb(spark):

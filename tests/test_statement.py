@@ -12,6 +12,7 @@ import pytest
 
 import mleval_sql as me
 from mleval_sql import cli
+from mleval_sql.statement import statements
 from tests.helpers import assert_same_rows
 from tests.servers import Postgres
 from tests.test_portable import BY, COLUMNS, TASKS, _groups, hostile, load
@@ -33,8 +34,12 @@ def duckdb_rows(frame: pl.DataFrame, name: str, statement: str) -> pl.DataFrame:
     return con.sql(statement).pl()
 
 
-def spark_rows(spark: Any, statement: str) -> pl.DataFrame:
-    return pl.from_arrow(spark.sql(statement).toArrow())  # type: ignore[return-value]
+def spark_rows(spark: Any, script: str) -> pl.DataFrame:
+    """The rows of a pasted script, run in ``spark.sql`` one statement at a time."""
+    *before, last = statements(script, "spark")
+    for statement in before:
+        spark.sql(statement)
+    return pl.from_arrow(spark.sql(last).toArrow())  # type: ignore[return-value]
 
 
 @pytest.mark.parametrize("task", TASKS)

@@ -63,6 +63,8 @@ class BaseEngine:
     """
 
     name: str
+    #: Every weight is 1 (no weight column): the steps may count instead of summing weights.
+    unit_weights: bool = False
 
     def __init__(self, by: Sequence[str], memory_limit: str | int | None) -> None:
         self.by = list(by)
@@ -110,11 +112,18 @@ class BaseEngine:
         under a memory budget; a ``whole`` step once, on every segment's rows, for the rest of
         the request). ``truth`` is boolean unless ``numeric_truth`` (regression: the target;
         clustering: the reference class)."""
-        steps = self._run_whole(list(steps), params, numeric_truth=numeric_truth)
+        steps = list(steps)
+        params = self.switches(steps, params)
+        steps = self._run_whole(steps, params, numeric_truth=numeric_truth)
         return self._each(lambda rows: self._results(rows, steps, params,
                                                      numeric_truth=numeric_truth,
                                                      keep=keep or {}),
                           "metrics", merge_batches)
+
+    def switches(self, steps: Sequence[str], params: dict[str, object]) -> dict[str, object]:
+        """``params`` with the switches the engine sets: ``unit_weights`` where every weight
+        is 1, which a bootstrap's replicates are not (their draws weigh the rows)."""
+        return {**params, "unit_weights": self.unit_weights and "replicates" not in steps}
 
     def _run_whole(self, steps: list[str], params: dict[str, object], *,
                    numeric_truth: bool) -> list[str]:

@@ -19,8 +19,8 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from mleval_sql import dialects, queries
 from mleval_sql import files as listing
-from mleval_sql import queries
 from mleval_sql.engines import Keep
 from mleval_sql.engines.base import BaseEngine, Canonical, canonical_columns
 from mleval_sql.lakes import Lake
@@ -64,6 +64,7 @@ class DuckDBEngine(BaseEngine):
                  reproducible: bool = False) -> None:
         super().__init__(by, memory_limit)
         self.unit_weights = weight is None
+        self.one_label = not clustering and columns.label is None
         self.reproducible = reproducible
         self.owned = connection is None
         self.con = connection or duckdb.connect()
@@ -272,7 +273,10 @@ class DuckDBEngine(BaseEngine):
 
     def _sql(self, step: str) -> str:
         names = {rel: self._name(self.aliases.get(rel, rel)) for rel in ("input", *RELATIONS)}
-        return queries.rename_relations(queries.load(step), names)
+        sql = queries.load(step)
+        if self.one_label:  # no label column: no window partitioned by a constant
+            sql = dialects.one_label_sql(sql)
+        return queries.rename_relations(sql, names)
 
     @staticmethod
     def _bind(sql: str, params: dict[str, object]) -> dict[str, object]:

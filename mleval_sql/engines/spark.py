@@ -260,6 +260,9 @@ class SparkEngine(SQLEngine):
     def _step_frame(self, step: str, params: dict[str, object], keys: Sequence[str]) -> Any:
         if step == "ranked_points":
             return self._ranked_points(params, keys)
+        if step == "ranking_metrics":  # off the curve sorted across partitions, not a window
+            self._persist("ranked_points", "curve_points", self._ranked_points(params, keys))
+            return self._frame("curve_metrics", self._tree("curve_metrics", params, keys))
         return self._frame(step, self._tree(step, params, keys))
 
     def _final(self, step: str, params: dict[str, object], keys: Sequence[str]) -> pl.DataFrame:
@@ -414,7 +417,8 @@ class SparkEngine(SQLEngine):
 
     def _tree(self, step: str, params: dict[str, object], keys: Sequence[str]) -> exp.Select:
         """The step for Spark (dialects.py), reading this run's relations."""
-        tree = dialects.step_tree(step, self.dialect, params, keys)
+        tree = dialects.step_tree(step, self.dialect, params, keys,
+                                  one_label=self.columns.label is None)
         for select in tree.find_all(exp.Select):
             small = [join.this.alias_or_name for join in select.args.get("joins") or []
                      if isinstance(join.this, (exp.Table, exp.Subquery))

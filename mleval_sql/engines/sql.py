@@ -190,6 +190,7 @@ class SQLEngine(BaseEngine):
         self.runs = 0  # the runs of steps so far (a bootstrap: one per chunk of replicates)
         self.types = source.schema()
         self.columns, self.weight = columns, weight
+        self.unit_weights = weight is None
         self._create("VIEW", "predictions", self._canonical(truth="number"))
 
     def _segment_counts(self) -> pl.DataFrame:
@@ -252,7 +253,8 @@ class SQLEngine(BaseEngine):
     # -- plumbing ---------------------------------------------------------------------------
 
     def _sql(self, step: str, params: dict[str, object], keys: Sequence[str]) -> str:
-        tree = dialects.step_tree(step, self.dialect, params, keys)
+        tree = dialects.step_tree(step, self.dialect, params, keys,
+                                  one_label=self.columns.label is None)
         names = self._names()
         first, tree = self.db.ctes_apart(tree)
         for alias, body in first:

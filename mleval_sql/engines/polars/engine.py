@@ -74,7 +74,9 @@ class PolarsEngine(BaseEngine):
                 numeric_truth: bool = False, keep: Keep | None = None) -> dict[str, pl.DataFrame]:
         if self.held is None:
             return super().results(steps, params, numeric_truth=numeric_truth, keep=keep)
-        steps = self._run_whole(list(steps), params, numeric_truth=numeric_truth)
+        steps = list(steps)
+        params = self.switches(steps, params)
+        steps = self._run_whole(steps, params, numeric_truth=numeric_truth)
         parts = [self._results(rows.lazy(), steps, params, numeric_truth=numeric_truth,
                                keep=keep or {})
                  for rows in with_progress(in_batches(self.held, HELD_BATCH_ROWS), "metrics")]
@@ -130,7 +132,7 @@ class PolarsEngine(BaseEngine):
             if name in keep and "keep" in inspect.signature(build).parameters:
                 options["keep"] = keep[name]  # a plan that can skip the rows not asked for
             if "unit_weights" in inspect.signature(build).parameters:
-                options["unit_weights"] = self.unit_weights
+                options["unit_weights"] = params["unit_weights"]
             plan = build(*(relations[r] for r in step.reads), **options)
             if step.averaged:  # its per-label rows: the grid of labels and the averages
                 # cached: label_averages reads them three times (2M-row lake: 9.0 -> 6.0 s CPU)

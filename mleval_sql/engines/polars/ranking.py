@@ -1,8 +1,8 @@
 """Ranking across samples, per label: curves and ranking metrics, and the multiclass one-vs-one
 AUC.
 
-Mirrors queries/ranked_points.sql, ranking_metrics.sql, curve_rates.sql, delong.sql,
-placements.sql, pair_counts.sql and ovo_metrics.sql.
+Mirrors queries/ranked_points.sql, ranking_metrics.sql, curve_metrics.sql, curve_rates.sql,
+delong.sql, placements.sql, pair_counts.sql and ovo_metrics.sql.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from mleval_sql.engines.polars._common import keys_as_text, nan_average, truth, 
 from mleval_sql.params import curve_bins
 from mleval_sql.registry import RANKING, metrics_of
 
-__all__ = ["block_placements", "curve_counts", "curve_rates", "delong", "ovo_metrics",
-           "pair_counts", "placements", "ranked_points", "ranking_metrics"]
+__all__ = ["block_placements", "curve_counts", "curve_metrics", "curve_rates", "delong",
+           "ovo_metrics", "pair_counts", "placements", "ranked_points", "ranking_metrics"]
 
 _KEYS = ("segment", "label")
 
@@ -121,7 +121,7 @@ def curve_counts(curve_points: pl.LazyFrame, *, threshold: float) -> pl.LazyFram
     ))
 
 
-# -- ranking metrics per label (queries/ranking_metrics.sql) -------------------------------------
+# -- ranking metrics per label (queries/ranking_metrics.sql, curve_metrics.sql) -----------------
 
 RANKING_METRICS = metrics_of(RANKING)
 
@@ -222,11 +222,25 @@ def _curve_values(points: pl.LazyFrame, keys: list[str], max_fpr: float | None,
     return sums.select(*keys, support=big_p, **values)
 
 
-def ranking_metrics(curve_points: pl.LazyFrame, *, max_fpr: float | None, micro: bool,
+def ranking_metrics(predictions: pl.LazyFrame, *, bins: int | None, max_fpr: float | None,
+                    micro: bool, unit_weights: bool, class_counts: bool, label_totals: bool,
                     keep: tuple[Sequence[str], Sequence[str]] | None = None) -> pl.LazyFrame:
+    """roc_auc, average_precision and break_even per label (support: P) and, if ``micro``, of
+    the labels pooled: the rows of queries/ranking_metrics.sql. polars' cheapest exact plan
+    is its curve table (one sort, running sums as cumulative sums, no window per label; its
+    ranks would cost a sort as well), so they are read off it whatever ``class_counts`` and
+    ``label_totals`` say.
+    ``keep``: only these metrics."""
+    return curve_metrics(ranked_points(predictions, bins=bins, unit_weights=unit_weights),
+                         max_fpr=max_fpr, micro=micro, keep=keep)
+
+
+def curve_metrics(curve_points: pl.LazyFrame, *, max_fpr: float | None, micro: bool,
+                  keep: tuple[Sequence[str], Sequence[str]] | None = None) -> pl.LazyFrame:
     """roc_auc, average_precision and break_even per label (support: P) and, if ``micro``, on
     the pooled curve (whose sort costs more than all per-label curves together), one micro row
-    per segment; label_averages adds the rest. ``keep``: only these metrics."""
+    per segment, read off the curve table; label_averages adds the rest. ``keep``: only these
+    metrics."""
     tp, fp, pos, neg = (pl.col(c) for c in ("tp", "fp", "pos", "neg"))
     metrics = [m for m in RANKING_METRICS if keep is None or m in keep[0]]
     labels = _curve_values(_label_points(curve_points), list(_KEYS), max_fpr, metrics,
