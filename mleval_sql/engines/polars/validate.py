@@ -169,11 +169,14 @@ def sample_key(rows: pl.DataFrame) -> SampleKey | None:
     4
     """
     schema = rows.schema
-    codes = {name: _code(pl.col(name), schema[name]) for name in ("segment", "sample", "label")}
-    if any(code is None for code in codes.values()):
+    physical = {name: _physical(pl.col(name), schema[name]) for name in ("segment", "sample",
+                                                                         "label")}
+    if any(code is None for code in physical.values()):
         return None
-    ranges = rows.select(*(e.min().alias(f"{n}_lo") for n, e in codes.items()),  # type: ignore[union-attr]
-                         *(e.max().alias(f"{n}_hi") for n, e in codes.items())).row(0, named=True)  # type: ignore[union-attr]
+    codes = {name: e.cast(pl.Int64) for name, e in physical.items()}  # type: ignore[union-attr]
+    extremes = rows.select(*(e.min().alias(f"{n}_lo") for n, e in physical.items()),  # type: ignore[union-attr]
+                           *(e.max().alias(f"{n}_hi") for n, e in physical.items()))  # type: ignore[union-attr]
+    ranges = {k: None if v is None else int(v) for k, v in extremes.row(0, named=True).items()}
     if ranges["label_lo"] is not None and ranges["label_hi"] - ranges["label_lo"] >= 64:
         return None  # the labels' codes span more than one word of bits
     lo = {n: ranges[f"{n}_lo"] or 0 for n in ("segment", "sample")}
@@ -188,12 +191,13 @@ def sample_key(rows: pl.DataFrame) -> SampleKey | None:
                      schema["sample"] if integer else None, ranges["label_lo"] or 0)
 
 
-def _code(column: pl.Expr, dtype: pl.DataType) -> pl.Expr | None:
-    """An Int64 code of ``column``'s values (equal values, equal codes), where it has one."""
+def _physical(column: pl.Expr, dtype: pl.DataType) -> pl.Expr | None:
+    """An integer code of ``column``'s values (equal values, equal codes) that fits Int64, where
+    it has one: a category's code, the integer itself, a boolean."""
     if dtype == pl.Categorical or isinstance(dtype, pl.Enum):
-        return column.to_physical().cast(pl.Int64)
+        return column.to_physical()
     if dtype == pl.Boolean or (dtype.is_integer() and dtype != pl.UInt64):
-        return column.cast(pl.Int64)
+        return column
     return None
 
 
