@@ -13,7 +13,8 @@ charts, all in ``--output`` (default ``docs/performance``). ``draw`` draws them 
 and nothing). Charts:
 
 - ``time.svg``: wall time of the exact request (checks, ROC AUC, average precision, P/R/F1 per
-  segment and label) on each engine, of scikit-learn and of a plain scan, by rows;
+  segment and label) with no engine named and on each engine, of scikit-learn and of a plain
+  scan, by rows;
 - ``memory.svg``: their peak memory (RSS), by rows;
 - ``steps.svg``: every step at the largest size, against scikit-learn's time.
 """
@@ -34,10 +35,11 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUTPUT = HERE.parent / "docs" / "performance"
 #: The steps of the time and memory charts, in their order, with their legends.
-HEADLINE = {"exact-polars": "mleval_sql, polars", "exact-duckdb": "mleval_sql, DuckDB",
+HEADLINE = {"exact-default": "mleval_sql, no engine named",
+            "exact-polars": "mleval_sql, polars", "exact-duckdb": "mleval_sql, DuckDB",
             "sklearn": "scikit-learn (after loading with pyarrow)", "scan": "DuckDB scan (floor)"}
-COLORS = {"exact-polars": "#3b5ba9", "exact-duckdb": "#e0a526", "sklearn": "#8c8c8c",
-          "scan": "#c9c9c9"}
+COLORS = {"exact-default": "#1b2f66", "exact-polars": "#3b5ba9", "exact-duckdb": "#e0a526",
+          "sklearn": "#8c8c8c", "scan": "#c9c9c9"}
 CREATOR = "benchmarks/charts.py"
 
 _ROWS = re.compile(r"^rows: ([\d,]+) \(([\d,]+) samples")

@@ -7,12 +7,15 @@ engine, by scikit-learn per group, and by a plain scan (the floor), in one run o
     python benchmarks/lake.py --store local-s3               # ... a moto server on 127.0.0.1
 
 Every step runs in its own child process; the parent reports its wall time, CPU time (user +
-system, less disturbed by other work on the machine) and peak RSS (from ``wait4``) and checks
+system, less disturbed by other work on the machine) and peak RSS (from ``wait4``; the lakes
+are written by a child too, so that no step's peak holds the parent's) and checks
 that every engine's numbers equal scikit-learn's. With ``--repeat N`` it runs N rounds of every
 step and reports medians: on a shared machine one run's wall time moves by a third. Steps:
 
 - ``exact-<engine>``: ROC AUC and average precision per (segment, label), plus precision,
-  recall, F1 at 0.5 per label and macro-averaged, in one request;
+  recall, F1 at 0.5 per label and macro-averaged, in one request; ``exact-default`` names no
+  engine (the one a user gets: ``mleval_sql.engines.choose_engine``'s);
+- ``<step>@1cpu``: the step on one core (``taskset -c 0``), against the step on every core;
 - ``binned-<engine>``: the same decision metrics at 101 thresholds (``bins=100``);
 - ``sweep-<engine>``: the same decision metrics at three listed thresholds (0.1, 0.3, 0.5),
   to be read against ``threshold-<engine>``, the decision metrics at 0.5 alone: a listed sweep
@@ -74,9 +77,9 @@ SEGMENTS = 8
 EXACT = ["roc_auc", "average_precision", "precision", "recall", "f1"]
 DECISIONS = ["precision", "recall", "f1"]
 SWEEP = [0.1, 0.3, 0.5]
-STEPS = ("exact-duckdb", "exact-polars", "binned-duckdb", "binned-polars", "sweep-duckdb",
-         "sweep-polars", "threshold-duckdb", "threshold-polars", "checks-duckdb",
-         "checks-polars", "sklearn", "scan")
+STEPS = ("exact-default", "exact-default@1cpu", "exact-duckdb", "exact-polars", "binned-duckdb",
+         "binned-polars", "sweep-duckdb", "sweep-polars", "threshold-duckdb", "threshold-polars",
+         "checks-default", "checks-duckdb", "checks-polars", "sklearn", "scan")
 CLASSES, CLUSTERS = 50, 60
 CLUSTER_METRICS = ["adjusted_rand", "rand", "mutual_info", "normalized_mutual_info",
                    "adjusted_mutual_info", "homogeneity", "completeness", "v_measure",
@@ -242,6 +245,7 @@ def run_step(step: str, lake: Path | str, memory_limit: str | None) -> dict:
     import mleval_sql as me
 
     kind, engine = step.split("-")
+    engine = None if engine == "default" else engine
     if kind == "cluster":
         frame = me.evaluate(str(lake), CLUSTER_METRICS, by="segment", task="clustering",
                             engine=engine, memory_limit=memory_limit)
@@ -377,8 +381,12 @@ def _sklearn_clusters(lake: Path) -> dict:
 # -- the parent: time, memory, checks, report ---------------------------------------------------
 
 def measure(step: str, lake: Path | str, memory_limit: str | None, label: str = "") -> dict:
-    """Run ``step`` in a child; its wall time, peak RSS and numbers."""
-    cmd = [sys.executable, __file__, "--child", step, "--lake", str(lake)]
+    """Run ``step`` in a child (``<step>@1cpu``: on core 0 alone); its wall time, peak RSS and
+    numbers."""
+    base, _, cores = step.partition("@")
+    cmd = [sys.executable, __file__, "--child", base, "--lake", str(lake)]
+    if cores:
+        cmd = ["taskset", "-c", "0", *cmd]
     if memory_limit:
         cmd += ["--memory-limit", memory_limit]
     start = time.perf_counter()
@@ -435,6 +443,17 @@ def report(rows: list[dict], samples: int) -> str:
     return "\n".join(lines)
 
 
+MAKERS = {"lake": make_lake, "cluster": make_cluster_lake, "segments": make_segments_table}
+
+
+def made(kind: str, folder: Path, samples: int) -> Path:
+    """``MAKERS[kind](folder, samples)``'s path, written by a child: the parent stays small,
+    and a child started from it (by vfork) would count its peak as its own."""
+    subprocess.run([sys.executable, __file__, "--make", kind, "--lake", str(folder),
+                    "--samples", str(samples)], check=True)
+    return folder / f"segments-{samples}.parquet" if kind == "segments" else folder
+
+
 def _positive(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {text!r}")
@@ -455,6 +474,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=_positive, default=1, help="rounds of every step; "
                         "the report gives medians (and the range of wall times)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--make", help=argparse.SUPPRESS)
     parser.add_argument("--store", help="also read the lake from object storage under this "
                         "URL (s3://, gs://, az://), or from moto's S3 server on 127.0.0.1: "
                         "local-s3")
@@ -467,6 +487,9 @@ def main() -> None:
         lake = args.lake if "://" in args.lake else Path(args.lake)
         print(json.dumps(run_step(args.child, lake, args.memory_limit)))
         return
+    if args.make:
+        MAKERS[args.make](Path(args.lake), args.samples)
+        return
     store = local_s3() if args.store == "local-s3" else args.store
     fractions = [float(f) for f in args.scaling.split(",")] if args.scaling else [1.0]
     summary = []
@@ -475,11 +498,11 @@ def main() -> None:
         steps = args.steps.split(",")
         lakes: dict[str, Path] = {}
         if set(steps) - set(CLUSTER_STEPS) - set(CARDINALITY):
-            lakes["lake"] = make_lake(args.folder / f"lake-{samples}", samples)
+            lakes["lake"] = made("lake", args.folder / f"lake-{samples}", samples)
         if set(steps) & set(CLUSTER_STEPS):
-            lakes["cluster"] = make_cluster_lake(args.folder / f"clusters-{samples}", samples)
+            lakes["cluster"] = made("cluster", args.folder / f"clusters-{samples}", samples)
         if set(steps) & set(CARDINALITY):
-            lakes["segments"] = make_segments_table(args.folder, samples)
+            lakes["segments"] = made("segments", args.folder, samples)
         remote = upload_lake(lakes["lake"], store) if store and "lake" in lakes else None
         runs: dict[str, list[dict]] = {}
         for _ in range(args.repeat):  # rounds of every step: a drift of the machine hits all

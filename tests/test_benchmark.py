@@ -30,7 +30,7 @@ def oracle(bench, lake: Path) -> dict:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("step", ["exact-duckdb", "exact-polars", "binned-duckdb",
+@pytest.mark.parametrize("step", ["exact-default", "exact-duckdb", "exact-polars", "binned-duckdb",
                                   "binned-polars", "sweep-duckdb", "sweep-polars"])
 def test_benchmark_steps_equal_scikit_learn(bench, lake: Path, oracle: dict, step: str):
     numbers = bench.run_step(step, lake, "1GB")
