@@ -716,3 +716,18 @@ def test_slices_of_each_model_are_me_slices(tmp_path, metric, options):
     first = found.row(0, named=True)
     name = ", ".join(f"{c}={first[c]}" for c in ("region", "date") if first[c] is not None)
     assert f'<td class="text">{first["model"]}</td><td class="text">{name}</td>' in section
+
+
+def test_a_rerun_leaves_no_table_of_an_earlier_run(tmp_path):
+    out = tmp_path / "out"
+    me.report(_job(curves={"kinds": ["roc"]}, segments=[],
+                   slices={"metric": "error_rate", "over": ["region"], "top": 1}), out,
+              progress=False)
+    assert {"curve_roc.parquet", "slices.parquet", "slices.csv"} <= {
+        p.name for p in out.iterdir()}
+    (out / "notes.txt").write_text("kept", encoding="utf-8")
+    outcome = me.report(_job(curves={"kinds": ["reliability"]}, segments=[]), out,
+                        progress=False)
+    names = {p.name for p in out.iterdir()}
+    assert names == {p.name for p in outcome.files} | {"notes.txt"}
+    assert "curve_reliability.parquet" in names and "slices.csv" not in names

@@ -100,7 +100,24 @@ def report(job: str | os.PathLike[str] | Mapping[str, Any] | Job,
     with atomic_output(output / "report.html") as part:
         part.write_text(_with_timings(page, timings), encoding="utf-8")
     written.append(output / "report.html")
+    _drop_stale(output, written)
     return Outcome(output, written, summary["alerts"], summary)
+
+
+#: The names of the files a report writes: in its folder, one of these that a run did not
+#: write is an earlier run's (a curve kind or [slices] since dropped) and is removed.
+OWN_FILES = ("metrics.parquet", "metrics.csv", "wide.parquet", "wide.csv", "alerts.csv",
+             "curve_*.parquet", "slices.parquet", "slices.csv")
+
+
+def _drop_stale(output: Path, written: list[Path]) -> None:
+    """Remove the report's own files in ``output`` that this run did not write, so that the
+    folder never mixes two runs' tables; any other file is left alone."""
+    keep = {p.name for p in written}
+    for pattern in OWN_FILES:
+        for path in output.glob(pattern):
+            if path.name not in keep and path.is_file():
+                path.unlink()
 
 
 def _with_timings(page: str, timings: Mapping[str, float]) -> str:
