@@ -32,4 +32,9 @@ def engine(request: pytest.FixtureRequest) -> str:
         request.getfixturevalue("spark")
     return request.param
 
-from tests.servers import pg_connection, postgres, spark  # noqa: E402, F401  (session fixtures)
+from tests.servers import (  # noqa: E402, F401  (the servers' fixtures)
+    pg_connection,
+    postgres,
+    spark,
+    spark_defaults,
+)

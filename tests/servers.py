@@ -3,11 +3,14 @@
 ``postgres``: Debian's PostgreSQL server (``.ci/system-packages`` installs it), started on a
 temporary data directory with a Unix socket in a temporary folder, as the ``postgres`` user when
 the tests run as root, and stopped at the end. ``spark``: one local SparkSession (``local[2]``,
-two shuffle partitions, no UI, quiet logs). Neither skips: a missing component fails the run.
+two shuffle partitions, no UI, quiet logs; code generation and adaptive execution off for the
+tests' tiny tables, which ``spark_defaults`` turns back on for a test of what users run). Neither
+skips: a missing component fails the run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import pwd
@@ -17,6 +20,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -53,8 +57,10 @@ def _as_owner(user: str | None) -> list[str]:
     return ["runuser", "-u", user, "--"] if user else []
 
 
-@pytest.fixture(scope="session")
-def postgres() -> Iterator[Postgres]:
+@contextlib.contextmanager
+def running_postgres(port: int = 54329) -> Iterator[Postgres]:
+    """A server on a temporary data directory, stopped and removed on exit (the tests' and
+    benchmarks/sql.py's)."""
     bin_dir = _pg_bin()
     root = os.geteuid() == 0
     owner = "postgres" if root else None
@@ -66,7 +72,6 @@ def postgres() -> Iterator[Postgres]:
         entry = pwd.getpwnam("postgres")
         for path in (base, sockets):
             os.chown(path, entry.pw_uid, entry.pw_gid)
-    port = 54329
     run = _as_owner(owner)
     subprocess.run([*run, str(bin_dir / "initdb"), "-D", data, "-U", user, "--auth=trust",
                     "-E", "UTF8", "--locale=C"], check=True, capture_output=True)
@@ -80,6 +85,12 @@ def postgres() -> Iterator[Postgres]:
         subprocess.run([*run, str(bin_dir / "pg_ctl"), "-D", data, "-m", "immediate", "stop"],
                        check=False, capture_output=True)
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Postgres]:
+    with running_postgres() as server:
+        yield server
 
 
 @pytest.fixture(scope="session")
@@ -106,6 +117,27 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
         yield session
     finally:
         session.stop()
+
+
+#: What the shared session changes for the tests' tiny tables (above), put back to Spark's
+#: defaults by :func:`spark_defaults`.
+TINY_TABLE_SETTINGS = ("spark.sql.codegen.wholeStage", "spark.sql.codegen.factoryMode",
+                       "spark.sql.adaptive.enabled")
+
+
+@pytest.fixture
+def spark_defaults(spark: Any) -> Iterator[Any]:
+    """The shared session with Spark's defaults for the test's duration (code generation and
+    adaptive execution on), as a user's session runs."""
+    saved = {key: spark.conf.get(key, None) for key in TINY_TABLE_SETTINGS}
+    for key in TINY_TABLE_SETTINGS:
+        spark.conf.unset(key)
+    try:
+        yield spark
+    finally:
+        for key, value in saved.items():
+            if value is not None:
+                spark.conf.set(key, value)
 
 
 @pytest.fixture(scope="session")

@@ -235,3 +235,13 @@ def test_the_curve_without_the_checks_numbers_its_own_groups(spark):
     keys = ["segment", "label", "threshold"]
     assert_frames_close(curves[1].sort(keys, nulls_last=True),
                         curves[0].sort(keys, nulls_last=True))
+
+
+def test_a_spark_error_is_an_input_error_in_one_line(spark, tmp_path):
+    """What Spark raises while evaluating reaches the caller as InputError, its cause (the
+    JVM's exception) in one line; the Spark error is its __cause__."""
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"PAR1" + b"x" * 100 + b"PAR1")  # parquet's magic bytes, no footer
+    with pytest.raises(me.InputError, match=r"Spark could not run the request: .*footer") as caught:
+        me.evaluate(str(bad), "roc_auc", engine="spark", task="binary")
+    assert "\n" not in str(caught.value) and caught.value.__cause__ is not None

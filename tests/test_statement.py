@@ -57,9 +57,9 @@ def test_statement_equals_evaluate_on_duckdb(task: str) -> None:
         assert_same_rows(got, want, BY)
 
 
-#: What is pasted into spark.sql: Spark's optimizer copies a CTE into every place that reads it,
-#: so a statement of every family at once takes minutes to plan there (README); one decision and
-#: one ranking metric keep the statement's shape (two families, shared statistics).
+#: What is pasted into spark.sql here, with hostile names: one decision and one ranking metric
+#: keep the script's shape (two families, shared statistics) at a few seconds a task; every
+#: metric's script runs in test_sql_oracle (a minute and more a task).
 SPARK_METRICS = {"binary": ["f1", "roc_auc"], "multiclass": ["f1", "roc_auc"],
                  "multilabel": ["f1", "roc_auc"], "regression": ["mse", "r2"]}
 
