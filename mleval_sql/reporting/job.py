@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mleval_sql.engines import ENGINES, local_engines
+from mleval_sql.engines import ENGINES, choose_engine, local_engines
 from mleval_sql.params import CURVE_PARAMS, PARAMS, RESULT_COLUMNS
 from mleval_sql.registry import AVERAGES, METRICS
 from mleval_sql.request import OPTIONS, Request
@@ -351,17 +351,13 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
     return job
 
 
-#: The local engines that hold their memory to a ``memory_limit`` (polars takes one, to run
-#: in batches of segments, but does not bound its memory by it).
-BOUNDED = ("duckdb",)
-
-
 def _bounded_engine(engine: str, memory_limit: str | int | None) -> tuple[str, str | None]:
     """The engine a job runs on: the one it names, but under a ``memory_limit`` one that holds
-    to it, with the reason."""
-    if memory_limit is None or engine in BOUNDED:
+    to it (:func:`mleval_sql.engines.choose_engine`'s: polars takes one, to run in batches of
+    segments, but does not bound its memory by it), with the reason."""
+    if memory_limit is None or ENGINES[engine].holds_memory:
         return engine, None
-    instead = next(e for e in local_engines() if e in BOUNDED)
+    instead, _ = choose_engine(None, memory_limit=memory_limit)
     return instead, (f"engine {engine!r} cannot hold its memory to memory_limit = "
                      f"{memory_limit!r}; the job runs on {instead!r}, which does")
 
