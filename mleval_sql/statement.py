@@ -19,7 +19,7 @@ import sqlglot
 from sqlglot import exp
 
 from mleval_sql import clustering, dialects, slicing
-from mleval_sql.engines.sql import canonical
+from mleval_sql.engines.sql import canonical, clustering_canonical
 from mleval_sql.params import PARAMS
 from mleval_sql.registry import AVERAGING, FUSED, METRICS, STEPS, SWEEP
 from mleval_sql.request import OPERATING_THRESHOLD, SWEEP_METRICS, Plan, Request
@@ -70,8 +70,10 @@ def sql(metrics: str | Sequence[str] | None = None, *, task: Task | None = None,
     ``me.curve``. ``view``: a ``CREATE VIEW`` of that name. For a dialect whose planner copies
     each CTE into its readers (Spark, Databricks: :attr:`dialects.Dialect.inlines_ctes`) the
     statement is a script (:func:`script`; :func:`statements` splits it) unless ``single=True``
-    or ``view``. Clustering metrics (not yet portable): the family's query over
-    ``predictions(sample, truth, cluster, weight, segment)`` with ``$parameters``.
+    or ``view``. Clustering metrics read one row per sample (``columns``: sample, truth,
+    cluster, weight); asked with ``contingency``, the pair matrix's 0 / 1 cells and the
+    classes and clusters share the truth and cluster columns, as text unless the table's
+    column is known to hold integers.
 
     ``over=``: the weakest slices instead (:func:`mleval_sql.slicing.statement`): SliceLine's
     search by one row-wise error (``metrics``, default ``error_rate``) with ``max_level``,
@@ -104,10 +106,18 @@ def sql(metrics: str | Sequence[str] | None = None, *, task: Task | None = None,
         request = replace(request, task="clustering")
     task = request.statement_task()
     if task == "clustering":
-        return _family_query(request, dialect, pretty)
-    cols, weight, truth_type = _read_columns(request, known, task)
+        if checks or curve:
+            raise InputError("a clustering statement gives metrics only: the input checks and "
+                             "curves are for the classification tasks")
+        cols, weight, cell_types = _clustering_columns(request, known)
+        truth_type = None
+    else:
+        cols, weight, truth_type = _read_columns(request, known, task)
     builder = _Builder(dialect, list(request.by), truth_type)
-    if checks:
+    if task == "clustering":
+        body = builder.clustering(source, cols, weight, request.plan(task), cell_types)
+        what = ", ".join(request.metric_names(task))
+    elif checks:
         body, what = builder.checks(source, cols, weight, task), "input checks"
     elif curve:
         body, what = builder.curve(source, cols, weight, request, task), f"{curve} curve"
@@ -197,6 +207,19 @@ def _read_columns(request: Request, known: _Known | None, task: Task | None
     cols = cols.for_schema(known.schema)
     weight = check_columns(known.schema, cols, request.by)
     return cols, weight, known.schema[cols.truth]
+
+
+def _clustering_columns(request: Request, known: _Known | None
+                        ) -> tuple[Columns, str | None, dict[str, pl.DataType | None]]:
+    """The columns a clustering statement reads, its weight column, and the types of the
+    truth and cluster columns (None: unknown): evaluate's choices where the table's columns
+    are known."""
+    cols = Columns.from_mapping(request.columns)
+    if known is None:
+        return cols, request.columns.get("weight"), {"truth": None, "cluster": None}
+    weight = clustering.check_columns(known.schema, cols, request.by)
+    return cols, weight, {"truth": known.schema[cols.truth],
+                          "cluster": known.schema[cols.cluster]}
 
 
 def _weights_said(request: Request, known: _Known | None, weight: str | None) -> str:
@@ -492,6 +515,55 @@ class _Builder:
             self.shown["thresholds"] = params["thresholds"]
         return self._with(out)
 
+    def clustering(self, table: exp.Table, cols: Columns, weight: str | None, plan: Plan,
+                   cell_types: Mapping[str, pl.DataType | None]) -> exp.Select:
+        """The clustering metrics (and contingency cells) asked, from the contingency chain
+        over the user's table, with the columns and order of ``evaluate``'s rows."""
+        request = plan.request
+        params = {**request.engine_params(plan), "unit_weights": weight is None}
+        self.ctes["predictions"] = clustering_canonical(table, cols, weight, self.by)
+        wanted_all = {m for keep in plan.keep.values() for m in keep}
+        optional = [p for p in _METRIC_PARAMS if params[p] is not None
+                    and any(p in METRICS[m].params for m in wanted_all)]
+        # the pair matrix's cells (0 / 1) and the contingency's (the user's values) in one
+        # column: a UNION matches them only as text, unless the column holds integers
+        both = len(plan.keep) > 1
+        as_text = {c: both and not (t is not None and t.is_integer())
+                   for c, t in cell_types.items()}
+        # the cells' columns only where a metric has cells, as evaluate's rows
+        celled = wanted_all & {"pair_confusion_matrix", "contingency"}
+        cell_columns = clustering.CELL_COLUMNS if celled else ()
+        parts = []
+        for family_name, wanted in plan.keep.items():
+            family = plan.families[family_name]
+            cte, keys = self._chain(_chain_of(plan, family), params, f"{family_name}_rows")
+            cells = [exp.alias_(exp.cast(exp.column(c), "varchar") if as_text[c]
+                                else exp.column(c), c) for c in cell_columns]
+            extra = []
+            for p in optional:
+                having = [m for m in wanted if p in METRICS[m].params]
+                typed = exp.cast(exp.null(), "varchar" if isinstance(params[p], str)
+                                 else "double")
+                extra.append(exp.alias_(exp.Case(ifs=[exp.If(
+                    this=exp.In(this=exp.column("metric"),
+                                expressions=[exp.Literal.string(m) for m in having]),
+                    true=dialects.literal(params[p]))], default=typed) if having else typed, p))
+            segments = [exp.alias_(exp.column(k), exp.to_identifier(c, quoted=True))
+                        for k, c in zip(keys[:len(self.keys)], self.by, strict=True)] \
+                if self.by else []
+            parts.append(exp.select(
+                *segments, "metric", "average", "label", *cells, *extra, "value",
+            ).from_(cte).where(exp.In(this=exp.column("metric"), expressions=[
+                exp.Literal.string(m) for m in wanted])))
+        body = parts[0]
+        for part in parts[1:]:
+            body = exp.union(body, part, distinct=False)
+        out = exp.select("*").from_(exp.Subquery(this=body, alias=exp.TableAlias(
+            this=exp.to_identifier("metric_rows"))))
+        out = self._order(out, _rank(exp.column("metric"), request.metric_names("clustering")),
+                          *cell_columns)
+        return self._with(out)
+
     def _optional(self, plan: Plan, params: dict[str, object]) -> list[str]:
         used = {p for f in plan.families.values() for p in _params_of(f, plan.task)}
         wanted = {m for keep in plan.keep.values() for m in keep}
@@ -714,25 +786,6 @@ def _rename(tree: exp.Expression, names: dict[str, str]) -> exp.Expression:
             return renamed
         return node
     return tree.transform(put)
-
-
-def _family_query(request: Request, dialect: str, pretty: bool) -> str:
-    """The first metric's family steps as one query over ``predictions`` with
-    ``$parameters``."""
-    from mleval_sql import queries
-    metric = request.metric_names("clustering")[0]
-    steps = METRICS[metric].family("clustering").steps("clustering")
-    tree = sqlglot.parse_one(queries.load(steps[-1]), read="duckdb")
-    ctes = [exp.CTE(this=sqlglot.parse_one(queries.load(s), read="duckdb"),
-                    alias=exp.TableAlias(this=exp.to_identifier(STEPS[s].gives)))
-            for s in steps[:-1]]
-    own = tree.args.get("with_")
-    tree.set("with_", exp.With(expressions=[*ctes, *(own.expressions if own else [])]))
-    params = sorted({p for s in steps for p in STEPS[s].params})
-    header = (f"-- {metric} (clustering): {' -> '.join(steps)}. Reads predictions(sample, "
-              f"truth, cluster, weight, segment); parameters: "
-              f"{', '.join('$' + p for p in params) or 'none'}.\n")
-    return header + dialects.render(tree, dialect, pretty=pretty, what=metric)
 
 
 def _rank(value: exp.Expression, order: Sequence[str]) -> exp.Expression:

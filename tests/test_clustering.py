@@ -233,26 +233,24 @@ def test_command_line(tmp_path, capsys):
     assert math.isclose(got.filter(pl.col("metric") == "v_measure")["value"].item(),
                         skm.v_measure_score(frame["truth"], frame["cluster"], beta=2.0),
                         rel_tol=1e-12)
-    assert main(["sql", "--metric", "adjusted_mutual_info"]) == 0
-    assert "Reads predictions(sample, truth, cluster, weight, segment)" in \
+    assert main(["sql", "--metric", "adjusted_mutual_info", "--table", "clusters"]) == 0
+    assert "-- mleval_sql: adjusted_mutual_info (clustering) from clusters" in \
         capsys.readouterr().out
     assert main(["metrics"]) == 0
     assert "pair_confusion_matrix" in capsys.readouterr().out
 
 
-def test_standalone_query_runs_on_a_view(frames):
+def test_the_statement_runs_on_the_users_table(frames):
     import duckdb
 
-    frame = frames["digits-two-keys"].select("sample", "truth", "cluster", weight=pl.lit(1.0),
-                                             segment="region")
+    frame = frames["digits-two-keys"].rename({"cluster": "pred"})
     con = duckdb.connect()
-    con.register("predictions", frame)
-    got = con.sql(me.sql("adjusted_mutual_info"),
-                  params={"beta": 1.0, "average_method": "arithmetic", "adjusted": True}).pl()
-    want = expected(frame.rename({"segment": "region"}), "adjusted_mutual_info", ["region"], {})
-    assert_rows_equal(got_rows(got.filter(pl.col("metric") == "adjusted_mutual_info")
-                               .drop("truth", "cluster").rename({"segment": "region"}),
-                               ["region"]), want, rel=1e-12)
+    con.register("clusters", frame)
+    statement = me.sql("adjusted_mutual_info", table="clusters", by="region",
+                       columns={"cluster": "pred", "weight": None})
+    got = con.sql(statement).pl()
+    want = expected(frame.rename({"pred": "cluster"}), "adjusted_mutual_info", ["region"], {})
+    assert_rows_equal(got_rows(got, ["region"]), want, rel=1e-12)
 
 
 def test_contingency_statistics_agree_between_engines(frames):

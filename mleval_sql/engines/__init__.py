@@ -121,9 +121,6 @@ class EngineEntry:
         return imported(self.reader)(source, connection)
 
 
-_CLASSIFICATION_AND_REGRESSION = tuple(t for t in TASKS if t != "clustering")
-
-
 def _package(thing: Any) -> str:
     """The top-level package of ``thing``'s type (``duckdb`` for ``_duckdb``)."""
     return type(thing).__module__.split(".")[0].lstrip("_")
@@ -156,7 +153,7 @@ def imported(thing: Callable[..., Any] | str) -> Callable[..., Any]:
 #: Every engine, by name (:func:`choose_engine` picks one where none is named). ``sql`` runs
 #: the steps in the database behind a connection (ADBC, DB-API or a SparkSession), on a table of
 #: that database; ``spark`` reads a Spark DataFrame, a catalog table or parquet files with Spark
-#: and runs there. Neither evaluates clustering nor takes a memory budget.
+#: and runs there. Neither takes a memory budget.
 ENGINES: dict[str, EngineEntry] = {e.name: e for e in (
     EngineEntry("duckdb", "mleval_sql.engines.duckdb:DuckDBEngine",
                 ("connection", "threads", "reproducible"), claims=_duckdb_input, rank=1),
@@ -166,11 +163,11 @@ ENGINES: dict[str, EngineEntry] = {e.name: e for e in (
                 holds_memory=False, rank=0),
     EngineEntry("sql", "mleval_sql.engines.sql:SQLEngine",
                 reader="mleval_sql.engines.sql:database_table", offered=False,
-                tasks=_CLASSIFICATION_AND_REGRESSION, memory_budget=False,
+                memory_budget=False,
                 claims=_database_input),
     EngineEntry("spark", "mleval_sql.engines.spark:SparkEngine",
                 reader="mleval_sql.engines.spark:spark_source",
-                tasks=_CLASSIFICATION_AND_REGRESSION, memory_budget=False,
+                memory_budget=False,
                 claims=_spark_input),
 )}
 

@@ -274,8 +274,8 @@ class SparkEngine(SQLEngine):
         self._persist(step, gives, self._step_frame(step, params, keys))
 
     def _summary(self, rows: None) -> pl.DataFrame:
-        tree = self._tree("validate_summary", {}, self.keys)
-        return self._collect("validate_summary", self._frame("validate_summary", tree))
+        tree = self._tree(self.summary_step, {}, self.keys)
+        return self._collect(self.summary_step, self._frame(self.summary_step, tree))
 
     def close(self) -> None:
         try:

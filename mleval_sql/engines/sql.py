@@ -191,6 +191,8 @@ class SQLEngine(BaseEngine):
         self.types = source.schema()
         self.columns, self.weight = columns, weight
         self.unit_weights = weight is None
+        self.clustering = clustering
+        self.summary_step = "cluster_summary" if clustering else "validate_summary"
         self._create("VIEW", "predictions", self._canonical(truth="number"))
 
     def _segment_counts(self) -> pl.DataFrame:
@@ -204,7 +206,7 @@ class SQLEngine(BaseEngine):
         yield None
 
     def _summary(self, rows: None) -> pl.DataFrame:
-        return self._unkey(self._fetch("validate_summary", {}, self.keys))
+        return self._unkey(self._fetch(self.summary_step, {}, self.keys))
 
     def _results(self, rows: None, steps: list[str], params: dict[str, object], *,
                  numeric_truth: bool, keep: Keep) -> dict[str, pl.DataFrame]:
@@ -287,6 +289,9 @@ class SQLEngine(BaseEngine):
             self.created.append((kind, self.prefix + relation))
 
     def _canonical(self, *, truth: str) -> str:
+        if self.clustering:
+            return clustering_canonical(self.source.table(), self.columns, self.weight,
+                                        self.by).sql(self.dialect)
         select = canonical(self.source.table(), self.columns, self.weight, self.by,
                            truth=truth, truth_type=self.types[self.columns.truth])
         return select.sql(self.dialect)
@@ -358,6 +363,27 @@ def canonical(table: exp.Expression, columns: Columns, weight: str | None, by: S
                    else col(columns.label), "label"),
         exp.alias_(exp.cast(col(columns.score), "double"), "score"),
         exp.alias_(truth_value, "truth"),
+        exp.alias_(exp.cast(col(weight) if weight else exp.Literal.number(1), "double"),
+                   "weight"),
+        *segments,
+    ).from_(table)
+
+
+def clustering_canonical(table: exp.Expression, columns: Columns, weight: str | None,
+                         by: Sequence[str]) -> exp.Select:
+    """SELECT of a clustering table's canonical columns (``sample, truth, cluster, weight``
+    and the segment keys) from the user's table, every identifier quoted: the class and the
+    cluster keep their own types."""
+    def col(name: str) -> exp.Column:
+        return exp.column(exp.to_identifier(name, quoted=True))
+
+    keys = dialects.segment_keys(by)
+    segments = ([exp.alias_(exp.Literal.number(0), dialects.SEGMENT)] if not by else
+                [exp.alias_(col(c), k) for c, k in zip(by, keys, strict=True)])
+    return exp.select(
+        exp.alias_(col(columns.sample), "sample"),
+        exp.alias_(col(columns.truth), "truth"),
+        exp.alias_(col(columns.cluster), "cluster"),
         exp.alias_(exp.cast(col(weight) if weight else exp.Literal.number(1), "double"),
                    "weight"),
         *segments,
