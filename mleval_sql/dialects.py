@@ -338,6 +338,20 @@ def _lgamma(node: exp.Expression, dialect: Dialect) -> exp.Expression:
         true=_stirling(x))], default=small))
 
 
+#: ln of the smallest normal double: exp below it underflows.
+_EXP_FLOOR = math.log(2.2250738585072014e-308)
+
+
+def _exp_underflow(node: exp.Expression, dialect: Dialect) -> exp.Expression:
+    """``exp(x)`` -> ``exp(greatest(x, ln(smallest normal double)))``: PostgreSQL raises where
+    exp underflows (the expected mutual information's far terms, e.g. exp(-830)), which
+    DuckDB and Spark give as 0; the floor's 2.2e-308 instead is below rounding in any sum."""
+    if isinstance(node, exp.Exp) and not isinstance(node.this, exp.Greatest):
+        return exp.Exp(this=exp.Greatest(this=node.this.copy(), expressions=[
+            exp.cast(exp.Literal.number(repr(_EXP_FLOOR)), "double")]))
+    return node
+
+
 def _series_rows(node: exp.Expression, dialect: Dialect) -> exp.Expression:
     """``unnest(generate_series(a, b))`` in a projection -> ``generate_series(a, b)``, which
     PostgreSQL returns as rows there itself (it unnests arrays only)."""
@@ -366,11 +380,13 @@ REWRITES: dict[str, Rewrite] = {
     # after division: its 1 / x^2 and 1 / x are never 0
     "lgamma": Rewrite("lgamma", _lgamma),
     "series_rows": Rewrite("unnest(generate_series(...))", _series_rows),
+    "exp_underflow": Rewrite("exp underflowing to 0", _exp_underflow),
 }
 
 #: The rewrites that give standard SQL: those of a dialect without an entry in
 #: :data:`DIALECTS`.
-PORTABLE: frozenset[str] = frozenset(REWRITES) - {"min_by", "nan_equality", "series_rows"}
+PORTABLE: frozenset[str] = frozenset(REWRITES) - {"min_by", "nan_equality", "series_rows",
+                                                   "exp_underflow"}
 
 #: An aggregate FILTER over array_agg (the portable arg_max with a filter).
 FILTERED_ARRAY_AGG = Unsupported(
@@ -417,8 +433,8 @@ _WITH_MIN_BY = (PORTABLE - {"first_of_array_agg"}) | {"min_by"}
 DIALECTS: dict[str, Dialect] = {d.name: d for d in (
     Dialect("duckdb", frozenset(), as_written=True, quoted=False, tested="run",
             not_materialized=True),
-    Dialect("postgres", PORTABLE | {"nan_equality", "series_rows"}, quoted=False, tested="run",
-            not_materialized=True),
+    Dialect("postgres", PORTABLE | {"nan_equality", "series_rows", "exp_underflow"},
+            quoted=False, tested="run", not_materialized=True),
     # bit_or and bit_count of its own: the label bits stay
     Dialect("spark", _WITH_MIN_BY - {"label_bits"}, quoted=False, tested="run",
             inlines_ctes=True),

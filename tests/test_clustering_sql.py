@@ -42,11 +42,22 @@ def _table() -> pl.DataFrame:
         cluster = np.where(rng.random(n) < 0.7, truth % clusters, rng.integers(0, clusters, n))
         weight = np.zeros(n) if region == "zero" else rng.integers(0, 4, n).astype(float)
         weight[0] = max(weight[0], 1.0) if region != "zero" else 0.0
+        if region == "zero":  # and a segment of a dominant class and cluster (below)
+            parts.append(_dominant())
         parts.append(pl.DataFrame({
             "sample": [f"s{len(parts)}_{i}" for i in range(n)],
             "truth": [f"c{t}" for t in truth], "cluster": cluster.astype(np.int64),
             "weight": weight, "region": pl.Series([region] * n, dtype=pl.String)}))
     return pl.concat(parts)
+
+
+def _dominant() -> pl.DataFrame:
+    """A class and a cluster of all but 150 of 100,300 (weighted) samples: the expected mutual
+    information's terms reach exp(-830), below a double's range, where PostgreSQL's exp raises
+    instead of giving 0."""
+    return pl.DataFrame({"sample": ["big", "k1", "k2"], "truth": ["c0", "c0", "c1"],
+                         "cluster": [0, 1, 0], "weight": [100_000.0, 150.0, 150.0],
+                         "region": ["dominant"] * 3})
 
 
 @pytest.fixture(scope="module")
