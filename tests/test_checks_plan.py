@@ -7,7 +7,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mleval_sql.engines.polars.validate import sample_key, validate_summary
+from mleval_sql.engines.polars.validate import sample_key, summary_by_key, validate_summary
 
 
 def _rows(seed: int, *, label: str, segment: str, sample: str, truth: str,
@@ -52,7 +52,7 @@ def test_the_summary_by_one_integer_is_the_general_one(seed: int, label: str, se
     key = sample_key(rows)
     assert key is not None
     general = validate_summary(rows.lazy()).collect().sort("segment")
-    keyed = validate_summary(rows.lazy(), key).collect().sort("segment")
+    keyed = summary_by_key(rows.lazy(), key).collect().sort("segment")
     assert keyed.columns == general.columns
     assert keyed.equals(general)
     assert general["dup_rows"].sum() > 0 and general["uneven_weight"].sum() > 0
@@ -63,7 +63,7 @@ def test_the_summary_by_one_integer_is_the_general_one(seed: int, label: str, se
 def test_unit_weights_change_nothing_where_every_weight_is_1() -> None:
     rows = _rows(2, label="int", segment="text", sample="int", truth="bool", weights=False)
     general = validate_summary(rows.lazy()).collect().sort("segment")
-    keyed = validate_summary(rows.lazy(), sample_key(rows), unit_weights=True).collect()
+    keyed = summary_by_key(rows.lazy(), sample_key(rows), unit_weights=True).collect()
     assert keyed.sort("segment").equals(general)
 
 
@@ -71,6 +71,6 @@ def test_no_key_where_labels_do_not_fit_one_word() -> None:
     rows = _rows(3, label="int", segment="int", sample="int", truth="int", weights=True)
     assert sample_key(rows.with_columns(pl.col("label") * 20)) is None
     spread = rows.with_columns(pl.col("label") * 12 - 7)  # codes -7..53: bits 0..60
-    assert validate_summary(spread.lazy(), sample_key(spread)).collect().sort("segment").equals(
+    assert summary_by_key(spread.lazy(), sample_key(spread)).collect().sort("segment").equals(
         validate_summary(spread.lazy()).collect().sort("segment"))
     assert sample_key(rows.with_columns(pl.col("sample").cast(pl.String))) is None

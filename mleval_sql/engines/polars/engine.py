@@ -67,8 +67,8 @@ class PolarsEngine(BaseEngine):
             return self._summary(self.held.lazy())
         # rows in memory: their codes' ranges give one integer per (segment, sample)
         key = plans.validate.sample_key(self.held)
-        return as_text(plans.validate_summary(self.held.lazy(), key,
-                                              unit_weights=self.unit_weights).collect())
+        return as_text(plans.validate.summary_by_key(self.held.lazy(), key,
+                                                     unit_weights=self.unit_weights).collect())
 
     def results(self, steps: Iterable[str], params: dict[str, object], *,
                 numeric_truth: bool = False, keep: Keep | None = None) -> dict[str, pl.DataFrame]:

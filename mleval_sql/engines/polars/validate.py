@@ -6,15 +6,21 @@ from dataclasses import dataclass
 
 import polars as pl
 
-__all__ = ["sample_key", "validate_summary"]
+__all__ = ["validate_summary"]  # the step; sample_key and summary_by_key: for the engine
 
 _truth = pl.col("truth").cast(pl.Float64)
 _weight = pl.col("weight")
 
 
-def validate_summary(predictions: pl.LazyFrame, key: SampleKey | None = None, *,
-                     unit_weights: bool = False) -> pl.LazyFrame:
-    """One row per segment with the counts and examples that ``schema.check_summary`` reads.
+def validate_summary(predictions: pl.LazyFrame, *, unit_weights: bool = False) -> pl.LazyFrame:
+    """One row per segment with the counts and examples that ``schema.check_summary`` reads
+    (:func:`summary_by_key` with no key)."""
+    return summary_by_key(predictions, None, unit_weights=unit_weights)
+
+
+def summary_by_key(predictions: pl.LazyFrame, key: SampleKey | None, *,
+                   unit_weights: bool = False) -> pl.LazyFrame:
+    """:func:`validate_summary`, the samples' rows grouped by ``key`` where there is one.
 
     Each ``example_*`` is the smallest sample of the segment with that problem (null if none),
     as in the SQL, so both engines name the same sample. Distinct labels per sample are counted
