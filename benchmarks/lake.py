@@ -389,6 +389,14 @@ def measure(step: str, lake: Path | str, memory_limit: str | None, label: str = 
         cmd = ["taskset", "-c", "0", *cmd]
     if memory_limit:
         cmd += ["--memory-limit", memory_limit]
+    run = in_child(step, cmd)
+    numbers = json.loads(run.pop("output"))
+    return {**run, "step": step + label, "numbers": numbers}
+
+
+def in_child(step: str, cmd: list[str]) -> dict:
+    """``cmd`` run as a child: its wall and CPU time, peak RSS (``wait4``: the child's own,
+    not this process's) and what it printed."""
     start = time.perf_counter()
     child = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     output = child.stdout.read() if child.stdout else ""
@@ -396,9 +404,8 @@ def measure(step: str, lake: Path | str, memory_limit: str | None, label: str = 
     seconds = time.perf_counter() - start
     if status != 0:
         raise SystemExit(f"step {step} failed (status {status})")
-    return {"step": step + label, "seconds": seconds,
-            "peak_rss_mib": usage.ru_maxrss / 1024,
-            "cpu_seconds": usage.ru_utime + usage.ru_stime, "numbers": json.loads(output)}
+    return {"seconds": seconds, "cpu_seconds": usage.ru_utime + usage.ru_stime,
+            "peak_rss_mib": usage.ru_maxrss / 1024, "output": output}
 
 
 def median_run(runs: list[dict]) -> dict:

@@ -29,13 +29,11 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from lake import make_lake  # a sibling script, not a package
+from lake import in_child, make_lake  # a sibling script, not a package
 
 METRICS = ["roc_auc", "average_precision", "f1", "precision", "recall"]
 AVERAGES = ["none", "macro"]
@@ -128,15 +126,9 @@ def measure(step: str, lake: Path, out: Path, engine: str, memory_limit: str | N
            "--engine", engine, "--curves", ",".join(curves)]
     if memory_limit:
         cmd += ["--memory-limit", memory_limit]
-    start = time.perf_counter()
-    child = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-    output = child.stdout.read() if child.stdout else ""
-    _, status, usage = os.wait4(child.pid, 0)
-    seconds = time.perf_counter() - start
-    if status != 0:
-        raise SystemExit(f"step {step} failed (status {status})")
-    return {"step": step, "seconds": seconds, "cpu_seconds": usage.ru_utime + usage.ru_stime,
-            "peak_rss_mib": usage.ru_maxrss / 1024, **json.loads(output)}
+    run = in_child(step, cmd)
+    printed = json.loads(run.pop("output"))
+    return {**run, "step": step, **printed}
 
 
 def difference(job: dict, evaluate: dict) -> tuple[float, int]:
