@@ -220,81 +220,6 @@ def curve(
     return run(request, source).table  # type: ignore[return-value]
 
 
-def compare(
-    source: Any,
-    metrics: str | Sequence[str] | None = None,
-    *,
-    model: str | None = None,
-    baseline: Any = None,
-    against: str | None = None,
-    average: str | Sequence[str] | None = None,
-    **options: Unpack[ComparisonOptions],
-) -> pl.DataFrame:
-    """Is a difference real? For models scored on the same samples (``model``: the column
-    naming them), each model's metrics minus the ``baseline`` model's, per segment; with
-    ``against="rest"``, each segment's minus the data's outside it. One row per segment, model
-    (or segment) and metric row: ``value`` (the difference), the two values compared
-    (``model_value`` and ``baseline_value``, or ``segment_value`` and ``rest_value``),
-    ``ci_low``, ``ci_high`` (level ``ci``, default 0.95), ``ci_method`` and a two-sided
-    ``p_value``: DeLong's test for a label's ROC AUC (paired for models), the bootstrap's
-    (paired: the same draws weigh a sample under every model) for the others. A sample scored
-    by some models of its segment and not others is an error naming it. Every parameter of
-    :func:`evaluate` applies (``ComparisonOptions``), and the options of ``SourceOptions``.
-
-    >>> rows = compare("fixtures/lake", "roc_auc", model="model", baseline="a",
-    ...                average="none", by="region")
-    >>> rows.select("region", "label", pl.col("value", "p_value").round(4)).row(0)
-    ('asia', 'bird', 0.1931, 0.0003)
-    """
-    from mleval_sql.comparison import compare as comparison
-
-    request = Request.build("compare", metrics=metrics, model=model, baseline=baseline,
-                            against=against, average=average, **options)
-    return comparison(request, source)
-
-
-def slices(
-    source: Any,
-    metric: str = "error_rate",
-    *,
-    over: str | Sequence[str],
-    max_level: int = 2,
-    min_support: int | float = 10,
-    top: int = 10,
-    alpha: float = 0.6,
-    quantiles: int | None = None,
-    fdr: float = 0.05,
-    **options: Unpack[ComparisonOptions],
-) -> pl.DataFrame:
-    """The slices of the data where the model is weakest: conjunctions of up to
-    ``max_level`` predicates ``column = value`` over the columns ``over`` (numeric ones cut
-    into ``quantiles`` quantile bins; nulls are a value) with at least ``min_support``
-    samples. By a row-wise error (``error_rate`` at ``threshold``, ``log_loss``,
-    ``brier_score``; regression: ``mse``, ``mae``): SliceLine's ``top`` slices by its score
-    (``alpha`` weighs the slice's error against its size), the ``sliceline`` package's exactly.
-    One row per slice: the slice's value of each ``over`` column (null where it does not use
-    it), ``level``, ``size`` (the samples' weight), ``value`` (its mean error), ``rest_value``
-    (the rest of the data's), ``score``, ``error`` (the weighted error sum) and ``max_error``.
-    By any other metric: the slices ranked by it, worst first, with the rest's value and the
-    ``difference``. With ``ci``: each slice tested against the rest of the data (DeLong for a
-    ROC AUC, the bootstrap otherwise), and only those significant after Benjamini-Hochberg
-    control at ``fdr`` over the slices tested given, with the difference's ``ci_low``,
-    ``ci_high``, ``p_value`` and ``q_value``. Every option of :func:`evaluate`
-    (``threshold``, ``task``, ``columns``, ``engine``...).
-
-    >>> rows = slices("fixtures/lake", "error_rate", over=["region", "date"], by="model",
-    ...               top=2, alpha=0.95)
-    >>> rows.select("model", "region", "level", pl.col("score").round(4)).rows()
-    [('b', 'eu', 2, 0.0852), ('b', None, 1, 0.0112)]
-    """
-    from mleval_sql.slicing import slices as slicing
-
-    request = Request.build("slices", over=[over] if isinstance(over, str) else over,
-                            max_level=max_level, min_support=min_support, top=top, alpha=alpha,
-                            quantiles=quantiles, fdr=fdr, **options)
-    return slicing(request, source, metric)
-
-
 def run(request: Request, source: Any) -> Outcome:
     """Carry out ``request`` on ``source``: the one path of every door that evaluates.
 
@@ -520,5 +445,5 @@ def _with_intervals(table: pl.DataFrame, plan: Plan, results: dict[str, pl.DataF
         level=level, resamples=plan.request.params["resamples"])
 
 
-__all__ = ["Execution", "Outcome", "SourceOptions", "check", "compare", "curve", "engine_errors",
-           "evaluate", "execute", "run", "slices"]
+__all__ = ["ComparisonOptions", "Execution", "Outcome", "SourceOptions", "check", "curve",
+           "engine_errors", "evaluate", "execute", "run"]

@@ -19,21 +19,55 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from mleval_sql import uncertainty
-from mleval_sql.api import Execution, execute
+from mleval_sql.api import ComparisonOptions, Execution, execute
 from mleval_sql.request import DELONG, PLACEMENTS, Request, tidy, unpack_segment
 from mleval_sql.schema import InputError
 from mleval_sql.sources import as_source
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 #: The column that tells a segment's own rows from the rest's (compare against="rest").
 SIDE = "__side"
 
 
-def compare(request: Request, source: Any) -> pl.DataFrame:
+def compare(
+    source: Any,
+    metrics: str | Sequence[str] | None = None,
+    *,
+    model: str | None = None,
+    baseline: Any = None,
+    against: str | None = None,
+    average: str | Sequence[str] | None = None,
+    **options: Unpack[ComparisonOptions],
+) -> pl.DataFrame:
+    """Is a difference real? For models scored on the same samples (``model``: the column
+    naming them), each model's metrics minus the ``baseline`` model's, per segment; with
+    ``against="rest"``, each segment's minus the data's outside it. One row per segment, model
+    (or segment) and metric row: ``value`` (the difference), the two values compared
+    (``model_value`` and ``baseline_value``, or ``segment_value`` and ``rest_value``),
+    ``ci_low``, ``ci_high`` (level ``ci``, default 0.95), ``ci_method`` and a two-sided
+    ``p_value``: DeLong's test for a label's ROC AUC (paired for models), the bootstrap's
+    (paired: the same draws weigh a sample under every model) for the others. A sample scored
+    by some models of its segment and not others is an error naming it. Every parameter of
+    :func:`evaluate` applies (``ComparisonOptions``), and the options of ``SourceOptions``.
+
+    >>> rows = compare("fixtures/lake", "roc_auc", model="model", baseline="a",
+    ...                average="none", by="region")
+    >>> rows.select("region", "label", pl.col("value", "p_value").round(4)).row(0)
+    ('asia', 'bird', 0.1931, 0.0003)
+    """
+    request = Request.build("compare", metrics=metrics, model=model, baseline=baseline,
+                            against=against, average=average, **options)
+    return compared(request, source)
+
+
+def compared(request: Request, source: Any) -> pl.DataFrame:
     """The rows of a ``compare`` request: one per segment, model (other than the baseline;
     against the rest: per segment) and metric row, ``value`` the difference, with the two
     values compared, ``ci_low``, ``ci_high``, ``ci_method`` and ``p_value``."""

@@ -29,19 +29,23 @@ import math
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import reduce
 from itertools import combinations
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
-import sqlglot
-from sqlglot import exp
 
 from mleval_sql import uncertainty
-from mleval_sql.api import run
+from mleval_sql.api import ComparisonOptions, run
+from mleval_sql.comparison import SIDE, against_rest
 from mleval_sql.registry import LOWER_IS_BETTER, METRICS, default_averages
 from mleval_sql.request import Request
 from mleval_sql.schema import InputError
 from mleval_sql.sources import as_source
+
+if TYPE_CHECKING:
+    from sqlglot import exp
+    from typing_extensions import Unpack
 
 #: At most this many candidate slices a level (an error says to narrow ``over`` or raise
 #: ``min_support`` beyond it, before any work on the level).
@@ -98,7 +102,47 @@ class Candidate:
         return sum(1 for c in self.code if c)
 
 
-def slices(request: Request, source: Any, metric: str) -> pl.DataFrame:
+def slices(
+    source: Any,
+    metric: str = "error_rate",
+    *,
+    over: str | Sequence[str],
+    max_level: int = 2,
+    min_support: int | float = 10,
+    top: int = 10,
+    alpha: float = 0.6,
+    quantiles: int | None = None,
+    fdr: float = 0.05,
+    **options: Unpack[ComparisonOptions],
+) -> pl.DataFrame:
+    """The slices of the data where the model is weakest: conjunctions of up to
+    ``max_level`` predicates ``column = value`` over the columns ``over`` (numeric ones cut
+    into ``quantiles`` quantile bins; nulls are a value) with at least ``min_support``
+    samples. By a row-wise error (``error_rate`` at ``threshold``, ``log_loss``,
+    ``brier_score``; regression: ``mse``, ``mae``): SliceLine's ``top`` slices by its score
+    (``alpha`` weighs the slice's error against its size), the ``sliceline`` package's exactly.
+    One row per slice: the slice's value of each ``over`` column (null where it does not use
+    it), ``level``, ``size`` (the samples' weight), ``value`` (its mean error), ``rest_value``
+    (the rest of the data's), ``score``, ``error`` (the weighted error sum) and ``max_error``.
+    By any other metric: the slices ranked by it, worst first, with the rest's value and the
+    ``difference``. With ``ci``: each slice tested against the rest of the data (DeLong for a
+    ROC AUC, the bootstrap otherwise), and only those significant after Benjamini-Hochberg
+    control at ``fdr`` over the slices tested given, with the difference's ``ci_low``,
+    ``ci_high``, ``p_value`` and ``q_value``. Every option of :func:`evaluate`
+    (``threshold``, ``task``, ``columns``, ``engine``...).
+
+    >>> rows = slices("fixtures/lake", "error_rate", over=["region", "date"], by="model",
+    ...               top=2, alpha=0.95)
+    >>> rows.select("model", "region", "level", pl.col("score").round(4)).rows()
+    [('b', 'eu', 2, 0.0852), ('b', None, 1, 0.0112)]
+    """
+    request = Request.build("slices", over=[over] if isinstance(over, str) else over,
+                            max_level=max_level, min_support=min_support, top=top, alpha=alpha,
+                            quantiles=quantiles, fdr=fdr, **options)
+    return sliced(request, source, metric)
+
+
+def sliced(request: Request, source: Any, metric: str) -> pl.DataFrame:
     """The ``slices`` request's rows (see the module docstring)."""
     if metric not in ROW_ERRORS and metric not in METRICS:
         raise InputError(f"unknown metric {metric!r} for slices; row-wise errors are "
@@ -156,8 +200,6 @@ def _tested(coded: pl.LazyFrame, over: list[str], codes: list[tuple[int, ...]],
     """Each slice of ``codes`` against the rest of the data (:func:`comparison.against_rest`:
     DeLong's test for a ROC AUC, the bootstrap's otherwise): ``slice`` (the code), the
     difference's ``ci_low``, ``ci_high``, ``ci_method`` and ``p_value``."""
-    from mleval_sql.comparison import SIDE, against_rest
-
     schema = {"slice": pl.String, "ci_low": pl.Float64, "ci_high": pl.Float64,
               "ci_method": pl.String, "p_value": pl.Float64}
     if not codes:
@@ -670,6 +712,9 @@ def statement(request: Request, metric: str = "error_rate", *, table: str = "pre
     >>> print(statement(request, table="preds").splitlines()[0][:60])
     -- mleval_sql: the 3 worst slices by error_rate over region,
     """
+    import sqlglot  # a statement's rendering only: evaluating needs no sqlglot
+    from sqlglot import exp
+
     from mleval_sql import dialects
     from mleval_sql.engines.sql import canonical
 
@@ -734,7 +779,8 @@ def statement(request: Request, metric: str = "error_rate", *, table: str = "pre
                if isinstance(request.min_support, float)
                else dialects.literal(request.min_support))
     level = exp.Sub(this=exp.Literal.number(len(over)),
-                    expression=exp.paren(_sum_of([col(f) for f in flags])))
+                    expression=exp.paren(reduce(lambda a, b: exp.Add(this=a, expression=b),
+                                               [col(f) for f in flags])))
     scored = exp.select(
         "slice_groups.*", exp.alias_(level, "level"), exp.alias_(parsed(_SCORE_SQL), "score"),
         exp.alias_(parsed(_REST_SQL), "rest_value"),
@@ -778,10 +824,3 @@ def statement(request: Request, metric: str = "error_rate", *, table: str = "pre
               f"-- Weights: {'column ' + weight if weight else 'none, every row weighs 1'}.\n")
     return header + dialects.render(final, dialect, pretty=pretty, what="slices") + ";"
 
-
-def _sum_of(terms: Sequence[exp.Expression]) -> exp.Expression:
-    """``terms`` added up, as one expression."""
-    total = terms[0]
-    for term in terms[1:]:
-        total = exp.Add(this=total, expression=term)
-    return total

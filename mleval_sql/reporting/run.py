@@ -334,7 +334,7 @@ class _Prepared:
     def slices(self, task: str) -> pl.DataFrame:
         """The weakest slices of each model of this source ([slices]): ``me.slices`` by the
         model column, ``model`` first and the slice columns named as in the tables."""
-        from mleval_sql.slicing import slices
+        from mleval_sql.slicing import sliced
 
         spec = self.job.slices
         assert spec is not None
@@ -346,7 +346,7 @@ class _Prepared:
         except InputError as error:
             raise JobError(f"slices: {error}") from None
         with self._naming():
-            found = slices(request, self.src, spec.metric)
+            found = sliced(request, self.src, spec.metric)
         model = (pl.col(self.model).cast(pl.String) if self.model
                  else pl.lit(self.source.model, dtype=pl.String))
         names = {self.read.get(c, c): self.job.names[c] for c in spec.over}
@@ -359,7 +359,7 @@ class _Prepared:
         """The paired p-value (``paired_p``) of every model of this source against the
         baseline model, per segment: DeLong's for a label's ROC AUC, the paired bootstrap's
         for the others. None where this source does not hold the baseline model."""
-        from mleval_sql.comparison import compare
+        from mleval_sql.comparison import compared
 
         base = self.job.baseline
         assert base is not None
@@ -375,7 +375,7 @@ class _Prepared:
                 task=task, average=_averages(self.job, metrics), model=self.model,
                 baseline=base.model)
             with self._naming():
-                rows = compare(request, self.src)
+                rows = compared(request, self.src)
             frames.append(self._keyed(rows.rename({"p_value": "paired_p"}), segmentation))
         return self._grid(frames)
 
