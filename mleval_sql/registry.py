@@ -51,7 +51,8 @@ STEPS: dict[str, Step] = {s.name: s for s in (
     Step("ranking_metrics", ("predictions",), None,
          ("bins", "max_fpr", "micro", "unit_weights", "class_counts", "label_totals"),
          averaged=True),
-    Step("curve_metrics", ("curve_points",), None, ("max_fpr", "micro"), averaged=True),
+    Step("curve_metrics", ("curve_points",), None, ("max_fpr", "micro", "unit_weights"),
+         averaged=True),
     Step("operating_points", ("curve_points",), None, ("min_recall", "min_precision")),
     Step("curve_rates", ("curve_points",), None, ("kind", "drop_intermediate", "max_points")),
     # DeLong's variance of the AUC, and each row's placement (a paired test's term)

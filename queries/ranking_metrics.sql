@@ -41,6 +41,11 @@
 --     crossing block, 0 after it). Without ties and with unit weights this is the
 --     R-precision. NULL when P = 0.
 --   support: P. The averages skip NULL labels (where scikit-learn returns nan, or raises).
+--   Every weight 1: the sums of fractional terms (precision, break-even and partial-area steps,
+--   each at most 1) are DECIMAL(38, 24) sums: exact, so in no particular order (each term is
+--   first rounded to 1e-24, far below a double's precision, and at most 1e14 of them fit), and
+--   reruns give the same bits on any number of threads; every other sum is of whole numbers.
+--   With weights, the running sums over tied rows already depend on the rows' order.
 --   Binned mode ($bins): scores within a bin are tied, so
 --   |AUC_binned - AUC| <= sum over bins b of pos_b * neg_b / (2 P N).
 WITH params AS (
@@ -190,7 +195,10 @@ curve_values AS (
         CASE
             WHEN sum(pos) = 0 OR sum(neg) = 0 THEN NULL
             WHEN max(max_fpr) IS NOT NULL AND max(max_fpr) < 1
-                THEN 0.5 * (1 + (coalesce(sum(partial_area), 0)
+                THEN 0.5 * (1 + (coalesce(CASE WHEN $unit_weights
+                                          THEN CAST(sum(CAST(partial_area AS DECIMAL(38, 24)))
+                                                    AS DOUBLE)
+                                          ELSE sum(partial_area) END, 0)
                                  - max(max_fpr) * max(max_fpr) / 2)
                                 / (max(max_fpr) - max(max_fpr) * max(max_fpr) / 2))
             -- U = P (P + N) - P^2 / 2 - the true rows' (rows at or above + rows above) / 2
@@ -202,9 +210,14 @@ curve_values AS (
                     * (sum(neg) * power(2.0, -ceil(ln(sum(neg)) / ln(2.0)))))
         END AS roc_auc,
         CASE WHEN sum(pos) > 0 AND $class_counts
-            THEN coalesce(sum(precision_step), 0) / sum(pos)
+            THEN coalesce(CASE WHEN $unit_weights
+                              THEN CAST(sum(CAST(precision_step AS DECIMAL(38, 24))) AS DOUBLE)
+                              ELSE sum(precision_step) END, 0) / sum(pos)
         END AS average_precision,
-        CASE WHEN sum(pos) > 0 AND $label_totals THEN coalesce(sum(break_even_step), 0)
+        CASE WHEN sum(pos) > 0 AND $label_totals
+            THEN coalesce(CASE WHEN $unit_weights
+                              THEN CAST(sum(CAST(break_even_step AS DECIMAL(38, 24))) AS DOUBLE)
+                              ELSE sum(break_even_step) END, 0)
         END AS break_even
     FROM terms
     GROUP BY segment, average, label

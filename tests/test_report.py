@@ -9,6 +9,8 @@ import math
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from polars.testing import assert_frame_equal
 
 import mleval_sql as me
 from mleval_sql.cli import main
+from mleval_sql.engines.duckdb import DuckDBEngine
 from mleval_sql.reporting import Job, JobError
 from mleval_sql.reporting.run import Progress, run
 
@@ -530,6 +533,43 @@ def test_reruns_write_the_same_bits_on_every_thread(tmp_path):
             else:
                 assert path.read_bytes() == (outputs[0].output / path.name).read_bytes(), \
                     path.name
+
+
+@pytest.mark.parametrize("curves", [[], ["pr"]], ids=["ranks", "off the curve"])
+def test_reproducible_ranking_metrics_keep_every_thread(curves, monkeypatch):
+    """Every weight 1: the ranking metrics sum their fractional terms as exact decimals, so a
+    reproducible run keeps every thread for them (ranking_metrics.sql, or curve_metrics.sql off
+    the curve) and reruns still give the same bits. Plain double sums fail this (AP, the
+    break-even point and the partial AUC differ in their last bits from run to run)."""
+    rng = np.random.default_rng(11)
+    n = 100_000
+    truth = rng.random((n, 3)) < [0.05, 0.3, 0.6]
+    score = np.round(1 / (1 + np.exp(-(rng.normal(size=(n, 3)) + truth))), 3)  # ties
+    frame = pl.DataFrame({"sample": np.repeat(np.arange(n), 3),
+                          "label": np.tile(["x", "y", "z"], n), "score": score.ravel(),
+                          "truth": truth.ravel(), "seg": np.repeat(rng.integers(0, 2, n), 3)})
+    one_thread: list[str] = []
+    original = DuckDBEngine._ordered
+
+    @contextmanager
+    def ordered(self: DuckDBEngine, step: str) -> Iterator[bool]:
+        with original(self, step) as sort:
+            if not self._free(step):
+                one_thread.append(step)
+            yield sort
+
+    monkeypatch.setattr(DuckDBEngine, "_ordered", ordered)
+    runs = [me.evaluate(frame, metrics=["roc_auc", "average_precision", "break_even"],
+                        average=["none", "macro", "micro"], by="seg", engine="duckdb",
+                        reproducible=True, threads=4 * (os.cpu_count() or 1), curves=curves,
+                        **({} if curves else {"max_fpr": 0.3}))
+            for _ in range(4)]
+    assert not {"ranking_metrics", "curve_metrics"} & set(one_thread)
+    first = runs[0].sort("seg", "metric", "average", "label", nulls_last=True)
+    assert first["value"].null_count() == 0
+    for other in runs[1:]:
+        other = other.sort("seg", "metric", "average", "label", nulls_last=True)
+        assert other["value"].to_numpy().tobytes() == first["value"].to_numpy().tobytes()
 
 
 def test_a_failed_run_leaves_the_last_good_report(tmp_path, monkeypatch):

@@ -31,12 +31,13 @@ from mleval_sql.schema import Columns, InputError
 from mleval_sql.sources import ArrowDataset, Csv, DuckDBRelation, InMemory, Parquet, Source
 
 #: The steps whose values do not depend on the order of their rows where every weight is 1:
-#: counts, sums of whole numbers (exact in any order), extremes, and rows picked by their keys.
-#: With ``reproducible`` they run on every thread; the others on one.
+#: counts, sums of whole numbers (exact in any order), extremes, rows picked by their keys, and
+#: the ranking metrics (their fractional terms summed as exact decimals). With ``reproducible``
+#: they run on every thread; the others on one.
 ORDER_FREE = frozenset({
     "validate_summary", "cluster_summary", "threshold_counts", "argmax_matrix", "matrix_counts",
     "ranked_points", "curve_counts", "curve_rates", "threshold_buckets", "listed_points",
-    "sweep_counts", "contingency", "sample_ids"})
+    "sweep_counts", "contingency", "sample_ids", "ranking_metrics", "curve_metrics"})
 
 
 class DuckDBEngine(BaseEngine):
@@ -149,17 +150,27 @@ class DuckDBEngine(BaseEngine):
         with self._ordered(self.summary_step):
             return self._fetch(self.summary_step, {})
 
+    def _free(self, step: str) -> bool:
+        """Whether ``step``'s values do not depend on the order of its rows (:data:`ORDER_FREE`,
+        where every weight is 1)."""
+        return self.unit_weights and step in ORDER_FREE
+
     @contextmanager
     def _ordered(self, step: str) -> Iterator[bool]:
         """With ``reproducible``: ``step`` on one thread, unless its values do not depend on
-        the order of its rows (then True: its table is to be kept sorted)."""
-        free = self.unit_weights and step in ORDER_FREE
-        if not self.reproducible or free:
+        the order of its rows (then True: a table it gives that a step of the other kind reads
+        is to be kept sorted)."""
+        if not self.reproducible or self._free(step):
             yield self.reproducible
             return
+        with self._one_thread():
+            yield False
+
+    @contextmanager
+    def _one_thread(self) -> Iterator[None]:
         self.con.execute("SET threads = 1")
         try:
-            yield False
+            yield
         finally:
             self.con.execute(f"SET threads = {self.threads}")
 
@@ -188,21 +199,16 @@ class DuckDBEngine(BaseEngine):
                 line.describe(f"{'metrics' if step.gives is None else 'statistics'}: {name}")
                 with self._ordered(name) as sort:
                     if step.gives is None:
-                        out[name] = self._final(name, params, keep.get(name))
+                        out[name] = self._final(name, params, keep.get(name), sort=sort)
                         continue
+                    # only a table that a step summing in its rows' order reads need be sorted
+                    sort = sort and any(step.gives in STEPS[later].reads
+                                        and not self._free(later) for later in steps)
                     # a step that gives a relation it reads (replicates) shadows it
                     sql = self._sql(name)
                     target = step.gives if step.gives not in step.reads \
                         else f"{step.gives}_{name}"
-                    bound = self._bind(sql, params)
-                    if sort:  # rows in one order, whatever the threads' (insertion order kept)
-                        sql = f"SELECT * FROM ({sql}) AS step_rows ORDER BY ALL"
-                        self.con.execute("SET preserve_insertion_order = true")
-                    try:
-                        self._create("TABLE", target, sql, params=bound, replace=True)
-                    finally:
-                        if sort and self.budget is not None:
-                            self.con.execute("SET preserve_insertion_order = false")
+                    self._table(target, sql, self._bind(sql, params), sort=sort)
                     self.aliases[step.gives] = target
         self.aliases.clear()
         return out
@@ -283,14 +289,33 @@ class DuckDBEngine(BaseEngine):
         return {p: params[p] for p in queries.parameters(sql)}
 
     def _final(self, step: str, params: dict[str, object],
-               keep: tuple[Sequence[str], Sequence[str]] | None) -> pl.DataFrame:
+               keep: tuple[Sequence[str], Sequence[str]] | None, *,
+               sort: bool = False) -> pl.DataFrame:
         """The rows of a final step; an averaged one's per-label rows (those of the metrics
-        kept, and the kept averages it gives itself) become a table that label_averages reads."""
+        kept, and the kept averages it gives itself) become a table that label_averages reads.
+        With ``sort`` (a reproducible run of a step on every thread) that table is sorted and
+        averaged on one thread: the averages sum in its order."""
         if not STEPS[step].averaged:
             return self._fetch(step, params, keep)
         sql, bound = self._kept(step, params, keep, averaged_later=True)
-        self._create("TABLE", AVERAGING.reads[0], sql, params=bound, replace=True)
-        return self._fetch(AVERAGING.name, params, keep)
+        self._table(AVERAGING.reads[0], sql, bound, sort=sort)
+        if not sort:
+            return self._fetch(AVERAGING.name, params, keep)
+        with self._one_thread():
+            return self._fetch(AVERAGING.name, params, keep)
+
+    def _table(self, relation: str, sql: str, params: dict[str, object], *,
+               sort: bool) -> None:
+        """``relation`` as a table of ``sql``'s rows; with ``sort``, in one order whatever the
+        threads' (sorted, insertion order kept)."""
+        if sort:
+            sql = f"SELECT * FROM ({sql}) AS step_rows ORDER BY ALL"
+            self.con.execute("SET preserve_insertion_order = true")
+        try:
+            self._create("TABLE", relation, sql, params=params, replace=True)
+        finally:
+            if sort and self.budget is not None:
+                self.con.execute("SET preserve_insertion_order = false")
 
     def _kept(self, step: str, params: dict[str, object],
               keep: tuple[Sequence[str], Sequence[str]] | None, *,

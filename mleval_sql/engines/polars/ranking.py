@@ -232,15 +232,17 @@ def ranking_metrics(predictions: pl.LazyFrame, *, bins: int | None, max_fpr: flo
     ``label_totals`` say.
     ``keep``: only these metrics."""
     return curve_metrics(ranked_points(predictions, bins=bins, unit_weights=unit_weights),
-                         max_fpr=max_fpr, micro=micro, keep=keep)
+                         max_fpr=max_fpr, micro=micro, unit_weights=unit_weights, keep=keep)
 
 
 def curve_metrics(curve_points: pl.LazyFrame, *, max_fpr: float | None, micro: bool,
+                  unit_weights: bool = False,
                   keep: tuple[Sequence[str], Sequence[str]] | None = None) -> pl.LazyFrame:
     """roc_auc, average_precision and break_even per label (support: P) and, if ``micro``, on
     the pooled curve (whose sort costs more than all per-label curves together), one micro row
     per segment, read off the curve table; label_averages adds the rest. ``keep``: only these
-    metrics."""
+    metrics. ``unit_weights`` switches the SQL to exact sums of its fractional terms (in no
+    order: reproducible on any number of threads); polars sums them as doubles either way."""
     tp, fp, pos, neg = (pl.col(c) for c in ("tp", "fp", "pos", "neg"))
     metrics = [m for m in RANKING_METRICS if keep is None or m in keep[0]]
     labels = _curve_values(_label_points(curve_points), list(_KEYS), max_fpr, metrics,
