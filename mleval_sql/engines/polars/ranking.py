@@ -41,7 +41,28 @@ def ranked_points(predictions: pl.LazyFrame, *, bins: int | None,
     weight (pos, neg) at that score: the rows of each label in one run, sorted by score, with
     running sums per label, and a row ends its block of tied scores where the next row has
     another score or label (no aggregation over distinct scores). Mirrors
-    queries/ranked_points.sql.
+    queries/ranked_points.sql."""
+    points, labels = _run_points(predictions, bins=bins, unit_weights=unit_weights)
+    tp = pl.col("tp")
+    # each run's origin (+inf: nothing predicted positive) from its last point, where tp = P
+    origins = points.filter("last").select(
+        "run", threshold=pl.lit(float("inf")), tp=pl.lit(0.0), fp=pl.lit(0.0),
+        fn=tp + pl.col("fn"), tn=pl.col("fp") + pl.col("tn"), pos=pl.lit(0.0), neg=pl.lit(0.0))
+    points = points.drop("last", "p", "n")
+    if not unit_weights:  # zero-weight rows make no point (every row weighs 1 otherwise)
+        points = points.filter(pl.col("pos") + pl.col("neg") > 0)
+    keys = labels.with_columns(pl.col(pl.String).cast(pl.Categorical))
+    # a left join keeps the points in place and gathers only the keys (Categorical when text)
+    return (pl.concat([origins, points])
+            .join(keys, on="run", how="left", maintain_order="left")
+            .select(*_KEYS, pl.exclude("run", *_KEYS)))
+
+
+def _run_points(predictions: pl.LazyFrame, *, bins: int | None,
+                unit_weights: bool) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """The points of :func:`ranked_points` but the origins, by each label's number (``run``),
+    with the label's totals ``p`` and ``n`` on each (and ``last``: its last point), zero-weight
+    blocks included; and the table of run numbers and keys.
 
     The cost is the rows', not the labels': each label is numbered (its run), the rows are
     sorted by score and then, stably, by run number (two sorts on one number each: a sort by
@@ -90,20 +111,10 @@ def ranked_points(predictions: pl.LazyFrame, *, bins: int | None,
     total_p = pl.when(run_ends).then(tp).backward_fill()
     total_n = pl.when(run_ends).then(fp).backward_fill()
     counts = {"tp": tp, "fp": fp, "fn": (total_p - tp).abs(), "tn": (total_n - fp).abs(),
-              "pos": pos, "neg": neg}
+              "pos": pos, "neg": neg, "p": total_p, "n": total_n}
     points = ends.select("run", threshold="score", last=run_ends,
                          **{c: e.cast(pl.Float64) for c, e in counts.items()}).cache()
-    # each run's origin (+inf: nothing predicted positive) from its last point, where tp = P
-    origins = points.filter("last").select(
-        "run", threshold=pl.lit(float("inf")), tp=pl.lit(0.0), fp=pl.lit(0.0),
-        fn=tp + pl.col("fn"), tn=fp + pl.col("tn"), pos=pl.lit(0.0), neg=pl.lit(0.0))
-    if not unit_weights:  # zero-weight rows make no point (every row weighs 1 otherwise)
-        points = points.filter(pl.col("pos") + pl.col("neg") > 0)
-    keys = labels.with_columns(pl.col(pl.String).cast(pl.Categorical))
-    # a left join keeps the points in place and gathers only the keys (Categorical when text)
-    return (pl.concat([origins, points.drop("last")])
-            .join(keys, on="run", how="left", maintain_order="left")
-            .select(*_KEYS, pl.exclude("run", *_KEYS)))
+    return points, labels
 
 
 def curve_counts(curve_points: pl.LazyFrame, *, threshold: float) -> pl.LazyFrame:
@@ -230,9 +241,21 @@ def ranking_metrics(predictions: pl.LazyFrame, *, bins: int | None, max_fpr: flo
     is its curve table (one sort, running sums as cumulative sums, no window per label; its
     ranks would cost a sort as well), so they are read off it whatever ``class_counts`` and
     ``label_totals`` say.
-    ``keep``: only these metrics."""
-    return curve_metrics(ranked_points(predictions, bins=bins, unit_weights=unit_weights),
-                         max_fpr=max_fpr, micro=micro, unit_weights=unit_weights, keep=keep)
+    ``keep``: only these metrics. Every weight 1 and no pooled curve: each label's sums by its
+    run number, off the points as the sort leaves them (no origins, no keys on 10M points, its
+    totals already on each)."""
+    if micro or not unit_weights:
+        return curve_metrics(ranked_points(predictions, bins=bins, unit_weights=unit_weights),
+                             max_fpr=max_fpr, micro=micro, unit_weights=unit_weights, keep=keep)
+    tp, fp, pos, neg = (pl.col(c) for c in ("tp", "fp", "pos", "neg"))
+    metrics = [m for m in RANKING_METRICS if keep is None or m in keep[0]]
+    points, labels = _run_points(predictions, bins=bins, unit_weights=True)
+    # whole counts: P * N cannot overflow, and scaling by 1 gives the bits any power of two does
+    values = _curve_values(points.with_columns(p_scale=pl.lit(1.0), n_scale=pl.lit(1.0)),
+                           ["run"], max_fpr, metrics, tp0=tp - pos, fp0=fp - neg)
+    curves = (labels.join(values, on="run", how="left").drop("run")
+              .with_columns(average=pl.lit(None, dtype=pl.String)))
+    return _long(curves, metrics)
 
 
 def curve_metrics(curve_points: pl.LazyFrame, *, max_fpr: float | None, micro: bool,
@@ -255,6 +278,11 @@ def curve_metrics(curve_points: pl.LazyFrame, *, max_fpr: float | None, micro: b
         curves = pl.concat([curves, segments.join(pooled, on="segment", how="left",
                                                   nulls_equal=True)
                             .with_columns(average=pl.lit("micro"))], how="diagonal")
+    return _long(curves, metrics)
+
+
+def _long(curves: pl.LazyFrame, metrics: Sequence[str]) -> pl.LazyFrame:
+    """A row per curve and metric: ranking_metrics.sql's columns."""
     return keys_as_text(curves).unpivot(
         on=metrics, index=["segment", "average", "label", "support"], variable_name="metric",
         value_name="value").select("segment", "metric", "average", "label", "value", "support")
