@@ -40,6 +40,11 @@ ORDER_FREE = frozenset({
     "sweep_counts", "contingency", "sample_ids", "ranking_metrics", "curve_metrics"})
 
 
+#: Steps whose windows partition by (segment, label) and, without ``micro``, pool no labels:
+#: they then sort one integer per (segment, label) (:meth:`DuckDBEngine._numbered`).
+NUMBERED = frozenset({"ranking_metrics"})
+
+
 class DuckDBEngine(BaseEngine):
     """Evaluate with DuckDB.
 
@@ -277,12 +282,31 @@ class DuckDBEngine(BaseEngine):
     def _name(self, relation: str) -> str:
         return self.prefix + relation
 
-    def _sql(self, step: str) -> str:
+    def _sql(self, step: str, *, numbered: bool = False) -> str:
         names = {rel: self._name(self.aliases.get(rel, rel)) for rel in ("input", *RELATIONS)}
         sql = queries.load(step)
-        if self.one_label:  # no label column: no window partitioned by a constant
+        if self.one_label or numbered:  # no window partitioned by a constant label
             sql = dialects.one_label_sql(sql)
+        if numbered:
+            names["predictions"] = self._name("numbered")
         return queries.rename_relations(sql, names)
+
+    def _numbered(self, step: str) -> str:
+        """``step`` (of :data:`NUMBERED`) over the predictions with one integer per (segment,
+        label) for segment and no label, its rows given their keys back: its window sorts and
+        partitions by that number (at 10M rows in 80 groups, ranking_metrics 4.4 -> 2.8 s).
+        The groups' table is one scan of two columns."""
+        q = queries.identifier
+        rows, groups = (q(self._name(self.aliases.get(r, r))) for r in ("predictions", "groups"))
+        self._create("TABLE", "groups", "SELECT row_number() OVER () AS code, segment, label "
+                     f"FROM (SELECT DISTINCT segment, label FROM {rows}) AS keys", replace=True)
+        self._create("VIEW", "numbered", "SELECT p.* EXCLUDE (segment, label), NULL AS label, "
+                     f"g.code AS segment FROM {rows} AS p JOIN {groups} AS g "
+                     "ON p.segment IS NOT DISTINCT FROM g.segment "
+                     "AND p.label IS NOT DISTINCT FROM g.label", replace=True)
+        return ("SELECT g.segment, r.metric, r.average, g.label, r.value, r.support "
+                f"FROM ({self._sql(step, numbered=True)}) AS r JOIN {groups} AS g "
+                "ON r.segment = g.code")
 
     @staticmethod
     def _bind(sql: str, params: dict[str, object]) -> dict[str, object]:
@@ -323,7 +347,8 @@ class DuckDBEngine(BaseEngine):
         """The step's SQL and parameters, keeping only the rows asked for (``keep``); with
         ``averaged_later``, also every row without an average, whichever averages are asked
         (label_averages averages them)."""
-        sql = self._sql(step)
+        sql = (self._numbered(step) if step in NUMBERED and not params.get("micro")
+               else self._sql(step))
         bound = self._bind(sql, params)
         if keep is not None:
             average = ("average IS NULL OR list_contains($mleval_averages, average)"

@@ -43,6 +43,7 @@ def ranked_points(predictions: pl.LazyFrame, *, bins: int | None,
     another score or label (no aggregation over distinct scores). Mirrors
     queries/ranked_points.sql."""
     points, labels = _run_points(predictions, bins=bins, unit_weights=unit_weights)
+    points = points.cache()  # read twice: the origins and the points
     tp = pl.col("tp")
     # each run's origin (+inf: nothing predicted positive) from its last point, where tp = P
     origins = points.filter("last").select(
@@ -113,7 +114,7 @@ def _run_points(predictions: pl.LazyFrame, *, bins: int | None,
     counts = {"tp": tp, "fp": fp, "fn": (total_p - tp).abs(), "tn": (total_n - fp).abs(),
               "pos": pos, "neg": neg, "p": total_p, "n": total_n}
     points = ends.select("run", threshold="score", last=run_ends,
-                         **{c: e.cast(pl.Float64) for c, e in counts.items()}).cache()
+                         **{c: e.cast(pl.Float64) for c, e in counts.items()})
     return points, labels
 
 
