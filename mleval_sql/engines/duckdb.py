@@ -40,9 +40,11 @@ ORDER_FREE = frozenset({
     "sweep_counts", "contingency", "sample_ids", "ranking_metrics", "curve_metrics"})
 
 
-#: Steps whose windows partition by (segment, label) and, without ``micro``, pool no labels:
-#: they then sort one integer per (segment, label) (:meth:`DuckDBEngine._numbered`).
-NUMBERED = frozenset({"ranking_metrics"})
+#: Steps whose windows partition by (segment, label), each with the switch under which it also
+#: pools a segment's labels (None: never); otherwise they sort one integer per (segment, label)
+#: (:meth:`DuckDBEngine._numbered`).
+NUMBERED: dict[str, str | None] = {"ranking_metrics": "micro", "ranked_points": None,
+                                   "curve_rates": None}
 
 
 class DuckDBEngine(BaseEngine):
@@ -210,7 +212,7 @@ class DuckDBEngine(BaseEngine):
                     sort = sort and any(step.gives in STEPS[later].reads
                                         and not self._free(later) for later in steps)
                     # a step that gives a relation it reads (replicates) shadows it
-                    sql = self._sql(name)
+                    sql = self._step_sql(name, params)
                     target = step.gives if step.gives not in step.reads \
                         else f"{step.gives}_{name}"
                     self._table(target, sql, self._bind(sql, params), sort=sort)
@@ -288,23 +290,31 @@ class DuckDBEngine(BaseEngine):
         if self.one_label or numbered:  # no window partitioned by a constant label
             sql = dialects.one_label_sql(sql)
         if numbered:
-            names["predictions"] = self._name("numbered")
+            names[STEPS[step].reads[0]] = self._name("numbered")
         return queries.rename_relations(sql, names)
 
+    def _step_sql(self, step: str, params: dict[str, object]) -> str:
+        pooled = NUMBERED.get(step, "")
+        if pooled == "" or (pooled is not None and params.get(pooled)):
+            return self._sql(step)
+        return self._numbered(step)
+
     def _numbered(self, step: str) -> str:
-        """``step`` (of :data:`NUMBERED`) over the predictions with one integer per (segment,
-        label) for segment and no label, its rows given their keys back: its window sorts and
-        partitions by that number (at 10M rows in 80 groups, ranking_metrics 4.4 -> 2.8 s).
-        The groups' table is one scan of two columns."""
+        """``step`` (of :data:`NUMBERED`) over the rows it reads with one integer per (segment,
+        label) for segment and a constant label, its rows given their keys back: its windows
+        sort and partition by that number alone (at 10M rows in 80 groups, ranking_metrics
+        4.4 -> 2.8 s, ranked_points 4.5 -> 3.8 s). The groups' table is one scan of two
+        columns; the keys go back by a join of the result with it."""
         q = queries.identifier
-        rows, groups = (q(self._name(self.aliases.get(r, r))) for r in ("predictions", "groups"))
+        read = STEPS[step].reads[0]
+        rows, groups = (q(self._name(self.aliases.get(r, r))) for r in (read, "groups"))
         self._create("TABLE", "groups", "SELECT row_number() OVER () AS code, segment, label "
                      f"FROM (SELECT DISTINCT segment, label FROM {rows}) AS keys", replace=True)
-        self._create("VIEW", "numbered", "SELECT p.* EXCLUDE (segment, label), NULL AS label, "
-                     f"g.code AS segment FROM {rows} AS p JOIN {groups} AS g "
-                     "ON p.segment IS NOT DISTINCT FROM g.segment "
-                     "AND p.label IS NOT DISTINCT FROM g.label", replace=True)
-        return ("SELECT g.segment, r.metric, r.average, g.label, r.value, r.support "
+        self._create("VIEW", "numbered", "SELECT r.* REPLACE (g.code AS segment, 0 AS label) "
+                     f"FROM {rows} AS r JOIN {groups} AS g "
+                     "ON r.segment IS NOT DISTINCT FROM g.segment "
+                     "AND r.label IS NOT DISTINCT FROM g.label", replace=True)
+        return ("SELECT r.* REPLACE (g.segment AS segment, g.label AS label) "
                 f"FROM ({self._sql(step, numbered=True)}) AS r JOIN {groups} AS g "
                 "ON r.segment = g.code")
 
@@ -347,8 +357,7 @@ class DuckDBEngine(BaseEngine):
         """The step's SQL and parameters, keeping only the rows asked for (``keep``); with
         ``averaged_later``, also every row without an average, whichever averages are asked
         (label_averages averages them)."""
-        sql = (self._numbered(step) if step in NUMBERED and not params.get("micro")
-               else self._sql(step))
+        sql = self._step_sql(step, params)
         bound = self._bind(sql, params)
         if keep is not None:
             average = ("average IS NULL OR list_contains($mleval_averages, average)"
