@@ -164,9 +164,10 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "evaluated a batch of segments at a time", statement=False, metavar="SIZE"),
     Option("threads", "DuckDB's threads (default: one per core); 1 sums in one order, so "
            "reruns give the same bits", statement=False, metavar="N"),
-    Option("reproducible", "the same bits on every run with any number of threads (duckdb: a "
-           "step that sums in the order of its rows runs on one thread, the tables of the "
-           "others are kept sorted)", statement=False, arity="switch", default=False,
+    Option("reproducible", "the same bits on every run with any number of threads (duckdb: "
+           "with every weight 1 the steps run on every thread, fractions summed as exact "
+           "decimals; with weights a step that sums in its rows' order runs on one thread)",
+           statement=False, arity="switch", default=False,
            commands=()),
     Option("storage_options", "for object storage, beyond the cloud's environment variables, "
            "e.g. aws_endpoint_url=http://127.0.0.1:9000", statement=False, arity="pairs",

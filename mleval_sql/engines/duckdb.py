@@ -57,10 +57,11 @@ class DuckDBEngine(BaseEngine):
     partitions at a time); a user's ``connection`` keeps the memory settings the user gave it.
     ``threads``: DuckDB's threads for the run. ``reproducible``: reruns give the same bits with
     any number of threads: a step whose values do not depend on the order of its rows (counts,
-    sums of whole weights, extremes: :data:`ORDER_FREE`, where every weight is 1) runs on every
-    thread and its table is kept in one order (sorted); every other step sums in the order of
-    its input, on one thread. A progress bar shows on a terminal. ``clustering``: the input is
-    a clustering table (sample, truth, cluster, weight), checked by cluster_summary.
+    sums of whole weights, extremes, exact decimal sums: :data:`ORDER_FREE`, where every weight
+    is 1) runs on every thread, and a table of it that another kind of step reads is kept in
+    one order (sorted); every other step sums in the order of its input, on one thread. A
+    progress bar shows on a terminal. ``clustering``: the input is a clustering table (sample,
+    truth, cluster, weight), checked by cluster_summary.
     """
 
     name = "duckdb"
