@@ -74,3 +74,30 @@ def test_no_key_where_labels_do_not_fit_one_word() -> None:
     assert summary_by_key(spread.lazy(), sample_key(spread)).collect().sort("segment").equals(
         validate_summary(spread.lazy()).collect().sort("segment"))
     assert sample_key(rows.with_columns(pl.col("sample").cast(pl.String))) is None
+
+
+@pytest.mark.parametrize("segment", ["int", "text"])
+def test_the_checks_of_batches_of_segments_are_those_of_all_rows(segment: str,
+                                                                 monkeypatch) -> None:
+    """Without a budget polars checks the rows it holds a batch of whole segments at a time
+    (segments apart in the input, so the batches are sorted first): the summary, a row per
+    segment, is that of every row at once, counts and examples of each problem alike."""
+    from mleval_sql.engines import make_engine
+    from mleval_sql.schema import Columns
+    from mleval_sql.sources import as_source
+
+    rows = _rows(3, label="text", segment=segment, sample="int", truth="int", weights=True)
+
+    def summary(batch_rows: int) -> pl.DataFrame:
+        monkeypatch.setattr("mleval_sql.engines.polars.engine.HELD_BATCH_ROWS", batch_rows)
+        engine = make_engine("polars", as_source(rows), Columns(), "weight", ["segment"])
+        try:
+            out = engine.summary()
+            assert len(engine.batches) == (1 if batch_rows > rows.height else 4)
+            return out.sort("segment")
+        finally:
+            engine.close()
+
+    whole = summary(10**9)
+    assert whole.height == 4 and whole["dup_rows"].sum() > 0
+    assert summary(100).equals(whole)
