@@ -295,10 +295,12 @@ class DuckDBEngine(BaseEngine):
         return queries.rename_relations(sql, names)
 
     def _step_sql(self, step: str, params: dict[str, object]) -> str:
-        pooled = NUMBERED.get(step, "")
-        if pooled == "" or (pooled is not None and params.get(pooled)):
-            return self._sql(step)
-        return self._numbered(step)
+        """``step``'s SQL: over numbered groups where it is of :data:`NUMBERED` and pools no
+        labels in this run."""
+        pools = NUMBERED.get(step)
+        if step in NUMBERED and not (pools and params.get(pools)):
+            return self._numbered(step)
+        return self._sql(step)
 
     def _numbered(self, step: str) -> str:
         """``step`` (of :data:`NUMBERED`) over the rows it reads with one integer per (segment,
