@@ -72,8 +72,8 @@ class PolarsEngine(BaseEngine):
         if self.summary_plan is not plans.validate_summary:
             return self._summary(self.held.lazy())
         # rows in memory: their codes' ranges give one integer per (segment, sample); a row
-        # per segment, so a batch of whole segments at a time (the checks' hash tables are a
-        # batch's, not every row's: 2.0 -> 1.1 GiB at 30M rows)
+        # per segment, so a batch of whole segments at a time (the checks' hash tables hold a
+        # batch's rows, not every row: at 30M rows 1.1 GiB at the peak rather than 2.0)
         key = plans.validate.sample_key(self.held)
         return as_text(pl.concat([
             plans.validate.summary_by_key(rows.lazy(), key, unit_weights=self.unit_weights)
