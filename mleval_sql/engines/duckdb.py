@@ -306,7 +306,7 @@ class DuckDBEngine(BaseEngine):
         """``step`` (of :data:`NUMBERED`) over the rows it reads with one integer per (segment,
         label) for segment and a constant label, its rows given their keys back: its windows
         sort and partition by that number alone (at 10M rows in 80 groups, ranking_metrics
-        takes 2.8 s so and 4.4 s by the keys' text, ranked_points 3.8 s and 4.5 s). The groups'
+        takes 2.8 s this way, 4.4 s by the keys' text; ranked_points 3.8 s, 4.5 s). The groups'
         table is one scan of two columns; the keys go back by a join of the result with it."""
         q = queries.identifier
         read = STEPS[step].reads[0]
