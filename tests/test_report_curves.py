@@ -20,6 +20,7 @@ from mleval_sql.api import run
 from mleval_sql.engines import local_engines
 from mleval_sql.params import curve_bins
 from mleval_sql.request import Request
+from tests.data import make_predictions
 
 XY = {"roc": ("fpr", "tpr"), "pr": ("recall", "precision")}
 
@@ -160,6 +161,29 @@ def test_an_evaluation_draws_roc_and_pr_from_one_table_of_its_pass(engine):
             want = function(rows["truth"], rows["score"], sample_weight=rows["weight"])
             got = plain.filter((pl.col("curve") == curve) & (pl.col("metric") == metric))
             assert got["value"].item() == pytest.approx(want, rel=1e-12), (curve, metric)
+
+
+@pytest.mark.parametrize("average", [["none", "macro", "weighted"], ["micro", "macro"]],
+                         ids=["per label", "micro"])
+@pytest.mark.parametrize("weighted", [True, False], ids=["weights", "unit weights"])
+@pytest.mark.parametrize("by", [["region"], ["region", "model"]], ids=["region", "region x model"])
+def test_metrics_read_off_the_curve_table_equal_those_of_their_own_pass(engine, by, weighted,
+                                                                       average):
+    """Multilabel: with curves asked, the ranking and decision metrics come off the curve
+    table (each label's curve on its own, or micro: a segment's labels pooled); they equal an
+    evaluation without curves, and the curves stay keyed by the data's own segments and
+    labels."""
+    data = make_predictions("multilabel", 3, n_samples=120, weighted=weighted)
+    options: dict[str, Any] = {"metrics": ["roc_auc", "average_precision", "f1", "precision"],
+                               "average": average, "by": by, "task": "multilabel",
+                               "engine": engine}
+    plain = me.evaluate(data, **options)
+    outcome = run(Request.build("evaluate", curves=["roc", "pr"], max_points=16, **options), data)
+    assert plain.filter(pl.col("value").is_not_null()).height > 0
+    assert_frame_equal(outcome.table, plain, check_exact=False, rel_tol=1e-12)
+    keys = [*by, "label"]
+    assert_frame_equal(outcome.curves["roc"].select(keys).unique().sort(keys),
+                       data.select(keys).unique().sort(keys))
 
 
 def test_both_engines_and_the_pasted_statement_keep_the_same_points():

@@ -46,6 +46,12 @@ ORDER_FREE = frozenset({
 NUMBERED: dict[str, str | None] = {"ranking_metrics": "micro", "ranked_points": None,
                                    "curve_rates": None}
 
+#: Steps that also run over a table whose groups are numbered already (a numbered step's
+#: statistics, kept numbered where every step that reads them is of these), with the switch
+#: under which they pool a segment's labels.
+CODED_READERS: dict[str, str | None] = {**NUMBERED, "curve_metrics": "micro",
+                                        "curve_counts": None, "block_placements": None}
+
 
 class DuckDBEngine(BaseEngine):
     """Evaluate with DuckDB.
@@ -81,6 +87,7 @@ class DuckDBEngine(BaseEngine):
         self.created: list[tuple[str, str]] = []
         self.restore: dict[str, object] = {}
         self.aliases: dict[str, str] = {}  # a relation of this run read under another name
+        self.coded: dict[str, str] = {}  # a relation kept numbered -> its groups' relation
         self.spill: Path | None = None
         try:
             self._set("threads", threads)  # 1: sums in one order, the same bits every run
@@ -213,12 +220,16 @@ class DuckDBEngine(BaseEngine):
                     sort = sort and any(step.gives in STEPS[later].reads
                                         and not self._free(later) for later in steps)
                     # a step that gives a relation it reads (replicates) shadows it
-                    sql = self._step_sql(name, params)
+                    coded = self._keeps_codes(name, steps, params)
+                    sql = self._step_sql(name, params, coded=coded)
                     target = step.gives if step.gives not in step.reads \
                         else f"{step.gives}_{name}"
                     self._table(target, sql, self._bind(sql, params), sort=sort)
                     self.aliases[step.gives] = target
+                    if coded:
+                        self.coded[step.gives] = self._groups(name)
         self.aliases.clear()
+        self.coded.clear()
         return out
 
     def close(self) -> None:
@@ -290,33 +301,64 @@ class DuckDBEngine(BaseEngine):
         sql = queries.load(step)
         if self.one_label or numbered:  # no window partitioned by a constant label
             sql = dialects.one_label_sql(sql)
-        if numbered:
-            names[STEPS[step].reads[0]] = self._name("numbered")
+        read = STEPS[step].reads[0]
+        if numbered and read not in self.coded:
+            names[read] = self._name("numbered")
         return queries.rename_relations(sql, names)
 
-    def _step_sql(self, step: str, params: dict[str, object]) -> str:
-        """``step``'s SQL: over numbered groups where it is of :data:`NUMBERED` and pools no
-        labels in this run."""
-        pools = NUMBERED.get(step)
-        if step in NUMBERED and not (pools and params.get(pools)):
-            return self._numbered(step)
+    def _runs_numbered(self, step: str, params: dict[str, object]) -> bool:
+        """Whether ``step`` runs over numbered groups: it is of :data:`NUMBERED`, or reads a
+        table kept numbered (:data:`CODED_READERS`), and pools no labels in this run."""
+        pools = CODED_READERS.get(step)
+        if step not in CODED_READERS or (pools and params.get(pools)):
+            return False
+        return step in NUMBERED or STEPS[step].reads[0] in self.coded
+
+    def _keeps_codes(self, step: str, steps: Sequence[str], params: dict[str, object]) -> bool:
+        """Whether ``step``'s table is kept numbered: it runs numbered and every later step
+        that reads its table does too (each then reads it as it is, with no join)."""
+        gives = STEPS[step].gives
+        later = [s for s in steps[steps.index(step) + 1:] if gives in STEPS[s].reads]
+        return (self._runs_numbered(step, params) and bool(later)
+                and all(STEPS[s].reads == (gives,) and s in CODED_READERS
+                        and not (CODED_READERS[s] and params.get(CODED_READERS[s]))
+                        for s in later))
+
+    def _step_sql(self, step: str, params: dict[str, object], *, coded: bool = False) -> str:
+        """``step``'s SQL: over numbered groups where it is of :data:`NUMBERED` (or reads a
+        table kept numbered) and pools no labels in this run; ``coded``: its rows keep their
+        groups' numbers."""
+        if self._runs_numbered(step, params):
+            return self._numbered(step, coded=coded)
         return self._sql(step)
 
-    def _numbered(self, step: str) -> str:
+    def _groups(self, step: str) -> str:
+        """The table of the numbered groups ``step`` reads."""
+        read = STEPS[step].reads[0]
+        return self.coded.get(read) or f"groups {STEPS[step].gives or 'final'}"
+
+    def _numbered(self, step: str, *, coded: bool = False) -> str:
         """``step`` (of :data:`NUMBERED`) over the rows it reads with one integer per (segment,
-        label) for segment and a constant label, its rows given their keys back: its windows
-        sort and partition by that number alone (at 10M rows in 80 groups, ranking_metrics
-        takes 2.8 s this way, 4.4 s by the keys' text; ranked_points 3.8 s, 4.5 s). The groups'
-        table is one scan of two columns; the keys go back by a join of the result with it."""
+        label) for segment and a constant label, its rows given their keys back (unless
+        ``coded``): its windows sort and partition by that number alone (at 10M rows in 80
+        groups, ranking_metrics takes 2.8 s this way, 4.4 s by the keys' text; ranked_points
+        3.8 s, 4.5 s). The groups' table is one scan of two columns; the keys go back by a join
+        of the result with it. A table kept numbered is read as it is, with its groups."""
         q = queries.identifier
         read = STEPS[step].reads[0]
-        rows, groups = (q(self._name(self.aliases.get(r, r))) for r in (read, "groups"))
-        self._create("TABLE", "groups", "SELECT row_number() OVER () AS code, segment, label "
-                     f"FROM (SELECT DISTINCT segment, label FROM {rows}) AS keys", replace=True)
-        self._create("VIEW", "numbered", "SELECT r.* REPLACE (g.code AS segment, 0 AS label) "
-                     f"FROM {rows} AS r JOIN {groups} AS g "
-                     "ON r.segment IS NOT DISTINCT FROM g.segment "
-                     "AND r.label IS NOT DISTINCT FROM g.label", replace=True)
+        groups = q(self._name(self._groups(step)))
+        if read not in self.coded:
+            rows = q(self._name(self.aliases.get(read, read)))
+            # numbered in the keys' order: a rerun numbers them alike
+            self._create("TABLE", self._groups(step), "SELECT row_number() OVER (ORDER BY "
+                         "segment, label) AS code, segment, label FROM (SELECT DISTINCT "
+                         f"segment, label FROM {rows}) AS keys", replace=True)
+            self._create("VIEW", "numbered", "SELECT r.* REPLACE (g.code AS segment, 0 AS label) "
+                         f"FROM {rows} AS r JOIN {groups} AS g "
+                         "ON r.segment IS NOT DISTINCT FROM g.segment "
+                         "AND r.label IS NOT DISTINCT FROM g.label", replace=True)
+        if coded:
+            return self._sql(step, numbered=True)
         return ("SELECT r.* REPLACE (g.segment AS segment, g.label AS label) "
                 f"FROM ({self._sql(step, numbered=True)}) AS r JOIN {groups} AS g "
                 "ON r.segment = g.code")
