@@ -138,9 +138,10 @@ CURVE_PARAMS: dict[str, Param] = _params(
     Param("drop_intermediate", None, "drop the points scikit-learn drops (default: True for "
           "roc, False for pr, as scikit-learn)", "choice", choices=(True, False)),
     Param("max_points", None, "at most this many points per roc / pr curve (0: every point): "
-          "in each of B equal-width bins of its x axis (fpr, recall) its first, last, lowest "
-          "and highest point, so that the curve drawn through them stays within 1/B of the "
-          "exact one (B = N/2 for roc, N/4 for pr)", "whole", low=0, metavar="N"),
+          "a curve of more points keeps, in each of B equal-width bins of its x axis (fpr, "
+          "recall), its first, last, lowest and highest point, so that the curve drawn through "
+          "them stays within 1/B of the exact one (B = N/2 for roc, N/4 for pr)", "whole",
+          low=0, metavar="N"),
 )
 #: The fewest points a thinned curve may be asked for (``max_points``): a bin of each kind
 #: when a report draws ROC and PR curves from one table.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -131,7 +131,7 @@ def sql(metrics: str | Sequence[str] | None = None, *, task: Task | None = None,
         text, written = script(body, dialect, pretty=pretty, what=what)
     else:
         if dialects.dialect_entry(dialect).not_materialized:
-            body = _projections_inline(body)
+            body = dialects.projections_inline(body)
         text, written = dialects.render(body, dialect, pretty=pretty, what=what) + ";", []
     if view:
         name = exp.to_table(view, dialect=dialect)
@@ -258,7 +258,7 @@ def script(tree: exp.Select, dialect: str, *, pretty: bool = True,
     Tables, not cached views: Spark analyses a view, cached or not, as the whole plan it was
     made of, so views that read views twice grow a plan of 2^depth leaves (a chain of 8 ran
     a local session's 1 GB heap out of memory), where a table is one leaf."""
-    ctes, final = _hoisted(tree)
+    ctes, final = dialects.hoisted_ctes(tree)
     bodies = dict(ctes)
     order = {name: i for i, (name, _) in enumerate(ctes)}
     written: list[str] = []
@@ -266,13 +266,13 @@ def script(tree: exp.Select, dialect: str, *, pretty: bool = True,
     scans: dict[str, bool] = {}  # whether its plan reads the user's table
     projections: set[str] = set()  # repeated in each reader, never written
     for i, (name, body) in enumerate(ctes):
-        read = _read(body, order, before=i)
+        read = dialects.cte_reads(body, order, before=i)
         inlined = [r for r in read if r in leaves and r not in written]
         leaves[name] = len(read) - len(inlined) + sum(leaves[r] for r in inlined)
         scans[name] = any(r not in leaves or scans[r] for r in read if r not in written)
-        readers = sum(_read(other, order, before=j).count(name)
+        readers = sum(dialects.cte_reads(other, order, before=j).count(name)
                       for j, other in enumerate([*bodies.values(), final]) if j > i)
-        if _projection(body, order, before=i, projections=projections):
+        if dialects.is_projection(body, order, before=i, projections=projections):
             projections.add(name)
         elif readers > 1 and (scans[name] or leaves[name] * readers > _INLINED_LEAVES):
             written.append(name)
@@ -306,58 +306,6 @@ def _only_comments(text: str, dialect: str) -> bool:
     return not sqlglot.Dialect.get_or_raise(dialect).tokenize(text)
 
 
-def _hoisted(tree: exp.Expression) -> tuple[list[tuple[str, exp.Expression]], exp.Expression]:
-    """The CTEs of ``tree`` in order, each one's own CTEs hoisted before it, and the query
-    without them."""
-    ctes: list[tuple[str, exp.Expression]] = []
-
-    def hoist(node: exp.Expression) -> exp.Expression:
-        with_ = node.args.get("with_")
-        if with_:
-            for cte in with_.expressions:
-                ctes.append((cte.alias, hoist(cte.this.copy())))
-            node.set("with_", None)
-        return node
-
-    return ctes, hoist(tree.copy())
-
-
-def _projections_inline(tree: exp.Expression) -> exp.Expression:
-    """``tree`` with its CTEs that only project rows (of a table or of such a CTE) marked NOT
-    MATERIALIZED: read twice, they are re-read, where DuckDB and PostgreSQL would otherwise
-    write their rows out first (1M rows: about 0.05 s in DuckDB)."""
-    ctes, _ = _hoisted(tree)
-    order = {name: i for i, (name, _) in enumerate(ctes)}
-    projections: set[str] = set()
-    for i, (name, body) in enumerate(ctes):
-        if _projection(body, order, before=i, projections=projections):
-            projections.add(name)
-    tree = tree.copy()
-    for cte in tree.find_all(exp.CTE):
-        if cte.alias in projections:
-            cte.set("materialized", False)
-    return tree
-
-
-def _read(tree: exp.Expression, order: Mapping[str, int], *, before: int) -> list[str]:
-    """The relations ``tree`` reads, once per mention: the CTEs defined before position
-    ``before`` by name, any other as a table (a CTE sees only those before it: one that reads
-    its own name reads the table of that name)."""
-    return [t.name if order.get(t.name, before) < before else f"{t.name} (table)"
-            for t in tree.find_all(exp.Table) if not t.args.get("db")]
-
-
-def _projection(body: exp.Expression, order: Mapping[str, int], *, before: int,
-                projections: Collection[str]) -> bool:
-    """Whether ``body`` only projects rows of a table or of such a projection (no join,
-    grouping, window or subquery): cheaper to repeat than to write."""
-    return (isinstance(body, exp.Select) and not body.args.get("joins")
-            and not body.args.get("group") and not body.args.get("distinct")
-            and not any(body.find_all(exp.Window, exp.AggFunc, exp.Subquery))
-            and all(r.endswith(" (table)") or r in projections
-                    for r in _read(body, order, before=before)))
-
-
 def _with_needed(query: exp.Expression, ctes: list[tuple[str, exp.Expression]], before: int,
                  written: list[str], names: dict[str, str]) -> exp.Expression:
     """``query`` (the CTE at position ``before``, or the final query) reading the written
@@ -368,7 +316,7 @@ def _with_needed(query: exp.Expression, ctes: list[tuple[str, exp.Expression]], 
     todo = [(query, before)]
     while todo:
         tree, position = todo.pop()
-        for name in _read(tree, order, before=position):
+        for name in dialects.cte_reads(tree, order, before=position):
             if name in order and name not in written and name not in needed:
                 needed.add(name)
                 todo.append((ctes[order[name]][1], order[name]))

@@ -13,119 +13,113 @@
 --   or of tp is not 0 (scikit-learn's roc_curve); for 'pr' the points whose tp differs from the
 --   previous or the next point's (scikit-learn's precision_recall_curve); for 'both' either.
 --   Each rule drops only points the drawn curve passes through anyway.
---   $max_points: a curve with more points than that (after $drop_intermediate) keeps, in each
---   of B equal-width bins of its x axis (fpr for 'roc', recall for 'pr'), its first and last
---   point and ('pr') its points of lowest and highest precision (ties: the higher threshold);
---   B = floor(N / 2) for 'roc', floor(N / 4) for 'pr', and for 'both' floor(N / 4) bins of
---   fpr and floor(N / 8) of recall (the union of the two). So at most N points, and the
---   curve drawn through them (lines or steps) and the exact one are within 1 / B of each other
+--   $max_points: a curve of more than N points (the origin included) keeps, in each of B
+--   equal-width bins of its x axis (fpr for 'roc', recall for 'pr'), its first and last point
+--   and ('pr') its points of lowest and highest precision (ties: the higher threshold); B =
+--   floor(N / 2) for 'roc', floor(N / 4) for 'pr', and for 'both' floor(N / 4) bins of fpr and
+--   floor(N / 8) of recall (the union of the two). So at most N points, and the curve drawn
+--   through them (lines or steps) and the exact one are within 1 / B of each other
 --   horizontally: a segment between two bins is the exact curve's own, and within a bin both
 --   pass through its lowest and highest point. A curve without x (no negatives for 'roc', no
---   positives for 'pr') is one bin. AUC and AP come from every point (ranking_metrics.sql).
-WITH points AS (
-    SELECT
-        segment, label, threshold, tp, fp, fn, tn,
-        lag(tp) OVER ordered AS tp_prev,
-        lead(tp) OVER ordered AS tp_next,
-        lag(fp) OVER ordered AS fp_prev,
-        lead(fp) OVER ordered AS fp_next
+--   positives for 'pr') is one bin. A curve of at most N points keeps its points (with
+--   $drop_intermediate, those the rule keeps): only the curves that fit are sorted by
+--   threshold. AUC and AP come from every point (ranking_metrics.sql).
+WITH thinned AS (
+    -- the curves of more than $max_points points
+    SELECT segment, label, true AS thin
     FROM curve_points
-    WHERE tp + fp > 0
-    WINDOW ordered AS (PARTITION BY segment, label ORDER BY threshold DESC)
+    WHERE coalesce($max_points, 0) > 0
+    GROUP BY segment, label
+    HAVING count(*) > $max_points
 ),
-kept AS (
-    SELECT segment, label, threshold, tp, fp, fn, tn
-    FROM points
-    WHERE NOT $drop_intermediate
-        OR tp_prev IS NULL
-        OR tp_next IS NULL
-        OR ($kind <> 'roc' AND (tp <> tp_prev OR tp_next <> tp))
-        OR ($kind <> 'pr' AND ((fp_next - fp) - (fp - fp_prev) <> 0
-                               OR (tp_next - tp) - (tp - tp_prev) <> 0))
-    UNION ALL
-    SELECT segment, label, threshold, tp, fp, fn, tn
-    FROM curve_points
-    WHERE tp + fp = 0
-),
-rates AS (
+rated AS (
     SELECT
         segment, label, threshold, tp, fp, fn, tn,
         CASE WHEN tp + fn <> 0 THEN tp / (tp + fn) END AS tpr,
         CASE WHEN fp + tn <> 0 THEN fp / (fp + tn) END AS fpr,
-        CASE WHEN tp + fp = 0 THEN 1.0 ELSE tp / (tp + fp) END AS precision
-    FROM kept
+        CASE WHEN tp + fp = 0 THEN 1.0 ELSE tp / (tp + fp) END AS precision,
+        -- the bins of each axis drawn (NULL: not drawn)
+        CAST(CASE $kind WHEN 'roc' THEN floor($max_points / 2.0)
+                        WHEN 'both' THEN floor($max_points / 4.0) END AS DOUBLE) AS roc_bins,
+        CAST(CASE $kind WHEN 'pr' THEN floor($max_points / 4.0)
+                        WHEN 'both' THEN floor($max_points / 8.0) END AS DOUBLE) AS pr_bins
+    FROM curve_points
 ),
-bins AS (
-    SELECT
-        CASE
-            WHEN $kind = 'roc' THEN CAST(floor($max_points / 2.0) AS DOUBLE)
-            WHEN $kind = 'both' THEN CAST(floor($max_points / 4.0) AS DOUBLE)
-        END AS roc_bins,
-        CASE
-            WHEN $kind = 'pr' THEN CAST(floor($max_points / 4.0) AS DOUBLE)
-            WHEN $kind = 'both' THEN CAST(floor($max_points / 8.0) AS DOUBLE)
-        END AS pr_bins
-),
-binned AS (
-    -- only with $max_points: each point's bin of each kind drawn (-1: no x)
+points AS (
+    -- the points of the curves not thinned with their neighbours (the origin first: it has the
+    -- highest threshold, and no other point has tp + fp = 0)
     SELECT
         r.segment, r.label, r.threshold, r.tp, r.fp, r.fn, r.tn, r.tpr, r.fpr, r.precision,
-        CASE
-            WHEN b.roc_bins IS NULL THEN NULL
-            WHEN r.fpr IS NULL THEN -1.0
-            ELSE least(floor(r.fpr * b.roc_bins), b.roc_bins - 1)
-        END AS roc_bin,
-        CASE
-            WHEN b.pr_bins IS NULL THEN NULL
-            WHEN r.tpr IS NULL THEN -1.0
-            ELSE least(floor(r.tpr * b.pr_bins), b.pr_bins - 1)
-        END AS pr_bin
-    FROM rates AS r
-    CROSS JOIN bins AS b
-    WHERE coalesce($max_points, 0) > 0
+        lag(r.tp) OVER ordered AS tp_prev,
+        lead(r.tp) OVER ordered AS tp_next,
+        lag(r.fp) OVER ordered AS fp_prev,
+        lead(r.fp) OVER ordered AS fp_next
+    FROM rated AS r
+    LEFT JOIN thinned AS t ON t.segment IS NOT DISTINCT FROM r.segment AND t.label = r.label
+    WHERE t.thin IS NULL
+    WINDOW ordered AS (PARTITION BY r.segment, r.label ORDER BY r.threshold DESC)
 ),
-counts AS (
-    SELECT segment, label, count(*) AS points
-    FROM binned
-    GROUP BY segment, label
+kept AS (
+    -- the origin, the first point (after the origin) and the last, and the rule's points
+    SELECT segment, label, threshold, tp, fp, fn, tn, tpr, fpr, precision
+    FROM points
+    WHERE NOT $drop_intermediate
+        OR tp + fp = 0
+        OR tp_prev + fp_prev = 0
+        OR tp_next IS NULL
+        OR ($kind <> 'roc' AND (tp <> tp_prev OR tp_next <> tp))
+        OR ($kind <> 'pr' AND ((fp_next - fp) - (fp - fp_prev) <> 0
+                               OR (tp_next - tp) - (tp - tp_prev) <> 0))
+),
+binned AS (
+    -- each point's bin of each axis drawn (-1: no x)
+    SELECT
+        segment, label, threshold, precision,
+        CASE WHEN fpr IS NULL THEN -1.0 ELSE least(floor(fpr * roc_bins), roc_bins - 1)
+        END AS roc_bin,
+        CASE WHEN tpr IS NULL THEN -1.0 ELSE least(floor(tpr * pr_bins), pr_bins - 1)
+        END AS pr_bin
+    FROM rated
 ),
 roc_picks AS (
-    SELECT segment, label, roc_bin, max(threshold) AS first_t, min(threshold) AS last_t
-    FROM binned
-    WHERE roc_bin IS NOT NULL
-    GROUP BY segment, label, roc_bin
+    SELECT b.segment, b.label, max(b.threshold) AS first_t, min(b.threshold) AS last_t
+    FROM binned AS b
+    JOIN thinned AS t ON t.segment IS NOT DISTINCT FROM b.segment AND t.label = b.label
+    WHERE $kind <> 'pr'
+    GROUP BY b.segment, b.label, b.roc_bin
 ),
 pr_picks AS (
     SELECT
-        segment, label, pr_bin, max(threshold) AS first_t, min(threshold) AS last_t,
-        arg_min(threshold, (precision, -threshold)) AS low_t,
-        arg_max(threshold, (precision, threshold)) AS high_t
-    FROM binned
-    WHERE pr_bin IS NOT NULL
-    GROUP BY segment, label, pr_bin
-),
-thinned AS (
-    SELECT b.segment, b.label, b.threshold, b.tp, b.fp, b.fn, b.tn, b.tpr, b.fpr, b.precision
+        b.segment, b.label, max(b.threshold) AS first_t, min(b.threshold) AS last_t,
+        arg_min(b.threshold, (b.precision, -b.threshold)) AS low_t,
+        arg_max(b.threshold, (b.precision, b.threshold)) AS high_t
     FROM binned AS b
-    JOIN counts AS n
-        ON n.segment IS NOT DISTINCT FROM b.segment AND n.label = b.label
-    LEFT JOIN roc_picks AS r
-        ON r.segment IS NOT DISTINCT FROM b.segment AND r.label = b.label
-        AND r.roc_bin = b.roc_bin
-    LEFT JOIN pr_picks AS p
-        ON p.segment IS NOT DISTINCT FROM b.segment AND p.label = b.label
-        AND p.pr_bin = b.pr_bin
-    WHERE n.points <= $max_points
-        OR b.threshold IN (r.first_t, r.last_t)
-        OR b.threshold IN (p.first_t, p.last_t, p.low_t, p.high_t)
+    JOIN thinned AS t ON t.segment IS NOT DISTINCT FROM b.segment AND t.label = b.label
+    WHERE $kind <> 'roc'
+    GROUP BY b.segment, b.label, b.pr_bin
+),
+picked AS (
+    SELECT segment, label, first_t AS threshold FROM roc_picks
+    UNION
+    SELECT segment, label, last_t FROM roc_picks
+    UNION
+    SELECT segment, label, first_t FROM pr_picks
+    UNION
+    SELECT segment, label, last_t FROM pr_picks
+    UNION
+    SELECT segment, label, low_t FROM pr_picks
+    UNION
+    SELECT segment, label, high_t FROM pr_picks
 ),
 drawn AS (
     SELECT segment, label, threshold, tp, fp, fn, tn, tpr, fpr, precision
-    FROM rates
-    WHERE coalesce($max_points, 0) = 0
+    FROM kept
     UNION ALL
-    SELECT segment, label, threshold, tp, fp, fn, tn, tpr, fpr, precision
-    FROM thinned
+    SELECT r.segment, r.label, r.threshold, r.tp, r.fp, r.fn, r.tn, r.tpr, r.fpr, r.precision
+    FROM rated AS r
+    JOIN picked AS p
+        ON p.segment IS NOT DISTINCT FROM r.segment AND p.label = r.label
+        AND p.threshold = r.threshold
 )
 SELECT segment, label, threshold, tp, fp, fn, tn, tpr, fpr, precision, tpr AS recall
 FROM drawn

@@ -298,9 +298,8 @@ class DuckDBEngine(BaseEngine):
 
     def _sql(self, step: str, *, numbered: bool = False) -> str:
         names = {rel: self._name(self.aliases.get(rel, rel)) for rel in ("input", *RELATIONS)}
-        sql = queries.load(step)
-        if self.one_label or numbered:  # no window partitioned by a constant label
-            sql = dialects.one_label_sql(sql)
+        # no window partitioned by a constant label
+        sql = dialects.engine_sql(queries.load(step), one_label=self.one_label or numbered)
         read = STEPS[step].reads[0]
         if numbered and read not in self.coded:
             names[read] = self._name("numbered")

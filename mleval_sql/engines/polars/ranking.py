@@ -371,30 +371,38 @@ def _kept_by_sklearn(kind: str) -> pl.Expr:
 def curve_rates(curve_points: pl.LazyFrame, *, kind: str, drop_intermediate: bool,
                 max_points: int | None = None) -> pl.LazyFrame:
     """The ROC / PR curve table: counts and rates at every distinct score, plus the origin;
-    with ``max_points``, thinned (:func:`thinned`)."""
+    with ``max_points``, a curve of more points thinned (:func:`thinned`), the others' points
+    kept as ``drop_intermediate`` says."""
     tp, fp, fn, tn = (pl.col(c) for c in ("tp", "fp", "fn", "tn"))
     origin = tp + fp == 0  # every other point predicts some weight positive
     points = curve_points.filter(~origin)
+    kept = pl.lit(True)
     if drop_intermediate:  # thresholds are distinct within a label: one sort orders them all
-        points = points.sort("threshold", descending=True).filter(_kept_by_sklearn(kind))
-    table = pl.concat([curve_points.filter(origin), points], how="diagonal")
+        points = points.sort("threshold", descending=True)
+        kept = _kept_by_sklearn(kind)
+    table = pl.concat([curve_points.filter(origin).with_columns(kept=pl.lit(True)),
+                       points.with_columns(kept=kept)], how="diagonal")
     rates = keys_as_text(table).select(
         *_KEYS, "threshold", "tp", "fp", "fn", "tn",
         tpr=pl.when(tp + fn != 0).then(tp / (tp + fn)),
         fpr=pl.when(fp + tn != 0).then(fp / (fp + tn)),
         precision=pl.when(origin).then(1.0).when(tp + fp != 0).then(tp / (tp + fp)),
+        kept="kept",
     )
-    if max_points:
-        rates = thinned(rates, kind, max_points)
-    return rates.with_columns(recall=pl.col("tpr"))
+    rates = (thinned(rates, kind, max_points, kept=pl.col("kept")) if max_points
+             else rates.filter("kept"))
+    return rates.drop("kept").with_columns(recall=pl.col("tpr"))
 
 
-def thinned(rates: pl.LazyFrame, kind: str, max_points: int) -> pl.LazyFrame:
+def thinned(rates: pl.LazyFrame, kind: str, max_points: int,
+            kept: pl.Expr | None = None) -> pl.LazyFrame:
     """A curve of more than ``max_points`` points keeps, in each bin of its x axis (fpr for
     roc, recall for pr; :func:`mleval_sql.params.curve_bins`), its first and last point and (pr)
-    its points of lowest and highest precision, the higher threshold on a tie."""
+    its points of lowest and highest precision, the higher threshold on a tie; a curve of at
+    most that many keeps its ``kept`` points (default: all)."""
     threshold, precision = pl.col("threshold"), pl.col("precision")
-    keep = pl.len().over(_KEYS) <= max_points
+    fits = pl.len().over(_KEYS) <= max_points
+    keep = pl.lit(False)
     columns = []
     for name, bins in curve_bins(kind, max_points).items():
         x = pl.col("fpr" if name == "roc" else "tpr")
@@ -408,7 +416,9 @@ def thinned(rates: pl.LazyFrame, kind: str, max_points: int) -> pl.LazyFrame:
             low = threshold.sort_by([precision, -threshold]).first()
             high = threshold.sort_by([precision, threshold], descending=True).first()
             keep = keep | (threshold == low.over(group)) | (threshold == high.over(group))
-    return rates.with_columns(columns).filter(keep).drop(c.meta.output_name() for c in columns)
+    return (rates.with_columns(columns)
+            .filter(pl.when(fits).then(pl.lit(True) if kept is None else kept).otherwise(keep))
+            .drop(c.meta.output_name() for c in columns))
 
 
 # -- one-vs-one multiclass AUC (queries/pair_counts.sql, queries/ovo_metrics.sql) ---------------
