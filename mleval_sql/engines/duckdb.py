@@ -53,6 +53,12 @@ CODED_READERS: dict[str, str | None] = {**NUMBERED, "curve_metrics": "micro",
                                         "curve_counts": None, "block_placements": None}
 
 
+def _pools(step: str, params: dict[str, object]) -> bool:
+    """Whether ``step`` (of :data:`CODED_READERS`) pools a segment's labels in this run."""
+    switch = CODED_READERS.get(step)
+    return bool(switch and params.get(switch))
+
+
 class DuckDBEngine(BaseEngine):
     """Evaluate with DuckDB.
 
@@ -298,7 +304,7 @@ class DuckDBEngine(BaseEngine):
 
     def _sql(self, step: str, *, numbered: bool = False) -> str:
         names = {rel: self._name(self.aliases.get(rel, rel)) for rel in ("input", *RELATIONS)}
-        # no window partitioned by a constant label
+        # numbered groups have one label, as an input without a label column
         sql = dialects.engine_sql(queries.load(step), one_label=self.one_label or numbered)
         read = STEPS[step].reads[0]
         if numbered and read not in self.coded:
@@ -308,8 +314,7 @@ class DuckDBEngine(BaseEngine):
     def _runs_numbered(self, step: str, params: dict[str, object]) -> bool:
         """Whether ``step`` runs over numbered groups: it is of :data:`NUMBERED`, or reads a
         table kept numbered (:data:`CODED_READERS`), and pools no labels in this run."""
-        pools = CODED_READERS.get(step)
-        if step not in CODED_READERS or (pools and params.get(pools)):
+        if step not in CODED_READERS or _pools(step, params):
             return False
         return step in NUMBERED or STEPS[step].reads[0] in self.coded
 
@@ -320,8 +325,7 @@ class DuckDBEngine(BaseEngine):
         later = [s for s in steps[steps.index(step) + 1:] if gives in STEPS[s].reads]
         return (self._runs_numbered(step, params) and bool(later)
                 and all(STEPS[s].reads == (gives,) and s in CODED_READERS
-                        and not (CODED_READERS[s] and params.get(CODED_READERS[s]))
-                        for s in later))
+                        and not _pools(s, params) for s in later))
 
     def _step_sql(self, step: str, params: dict[str, object], *, coded: bool = False) -> str:
         """``step``'s SQL: over numbered groups where it is of :data:`NUMBERED` (or reads a
