@@ -131,6 +131,28 @@ def test_curve_keeps_few_points_close_to_the_exact_curve(engine, kind, max_point
                        default.filter(pl.col("curve").is_in(small.implode())))
 
 
+def test_a_curve_of_more_points_is_thinned_from_all_of_them(engine):
+    """A curve of more than max_points points but few bends (30 positives ranked above 70
+    negatives: 101 points, 4 of them kept by drop_intermediate) is thinned, its picks taken
+    among all its points (some on a straight run), not its bends alone; a curve of at most
+    max_points points keeps its bends."""
+    n = 100
+    data = pl.DataFrame({"curve": ["long"] * n + ["short"] * 10,
+                         "score": [*np.linspace(1, 0, n), *np.linspace(1, 0, 10)],
+                         "truth": [*(i < 30 for i in range(n)), *(i < 3 for i in range(10))],
+                         "weight": 1.0}).with_row_index("sample")
+    exact = me.curve(data, "roc", drop_intermediate=False, engine=engine, **TASK)
+    bends = me.curve(data, "roc", engine=engine, **TASK)
+    thinned = me.curve(data, "roc", max_points=16, engine=engine, **TASK)
+    long = thinned.filter(pl.col("curve") == "long")
+    assert bends.filter(pl.col("curve") == "long").height == 4
+    assert 4 < long.height <= 16
+    # within the bound; both curves lose points (the short one its straight runs)
+    assert _check_thinned(exact, thinned, ("roc",), "roc", 16) == 2
+    assert_frame_equal(thinned.filter(pl.col("curve") == "short"),
+                       bends.filter(pl.col("curve") == "short"))
+
+
 def test_the_bound_is_tight_enough_to_fail():
     """Evenly spaced points instead of the bins' extremes break the PR bound: the check sees
     it (the greedy zigzag at the start of a PR curve)."""
