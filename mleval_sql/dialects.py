@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -608,64 +608,9 @@ def one_label_windows(tree: exp.Expression) -> exp.Expression:
 
 
 @functools.cache
-def engine_sql(sql: str, *, one_label: bool) -> str:
-    """A DuckDB query's text as the DuckDB engine runs it (parameters kept as ``$name``): its
-    projections read twice re-read (:func:`projections_inline`) and, with ``one_label``, no
-    window partitioned by label (:func:`one_label_windows`)."""
-    tree = sqlglot.parse_one(sql, read="duckdb")
-    return projections_inline(one_label_windows(tree) if one_label else tree).sql("duckdb")
-
-
-def hoisted_ctes(tree: exp.Expression) -> tuple[list[tuple[str, exp.Expression]], exp.Expression]:
-    """The CTEs of ``tree`` in order, each one's own CTEs hoisted before it, and the query
-    without them."""
-    ctes: list[tuple[str, exp.Expression]] = []
-
-    def hoist(node: exp.Expression) -> exp.Expression:
-        with_ = node.args.get("with_")
-        if with_:
-            for cte in with_.expressions:
-                ctes.append((cte.alias, hoist(cte.this.copy())))
-            node.set("with_", None)
-        return node
-
-    return ctes, hoist(tree.copy())
-
-
-def projections_inline(tree: exp.Expression) -> exp.Expression:
-    """``tree`` with its CTEs that only project rows (of a table or of such a CTE) marked NOT
-    MATERIALIZED: read twice, they are re-read, where DuckDB and PostgreSQL would otherwise
-    write their rows out first (1M rows: about 0.05 s in DuckDB)."""
-    ctes, _ = hoisted_ctes(tree)
-    order = {name: i for i, (name, _) in enumerate(ctes)}
-    projections: set[str] = set()
-    for i, (name, body) in enumerate(ctes):
-        if is_projection(body, order, before=i, projections=projections):
-            projections.add(name)
-    tree = tree.copy()
-    for cte in tree.find_all(exp.CTE):
-        if cte.alias in projections:
-            cte.set("materialized", False)
-    return tree
-
-
-def cte_reads(tree: exp.Expression, order: Mapping[str, int], *, before: int) -> list[str]:
-    """The relations ``tree`` reads, once per mention: the CTEs defined before position
-    ``before`` by name, any other as a table (a CTE sees only those before it: one that reads
-    its own name reads the table of that name)."""
-    return [t.name if order.get(t.name, before) < before else f"{t.name} (table)"
-            for t in tree.find_all(exp.Table) if not t.args.get("db")]
-
-
-def is_projection(body: exp.Expression, order: Mapping[str, int], *, before: int,
-                  projections: Collection[str]) -> bool:
-    """Whether ``body`` only projects rows of a table or of such a projection (no join,
-    grouping, window or subquery): cheaper to repeat than to write."""
-    return (isinstance(body, exp.Select) and not body.args.get("joins")
-            and not body.args.get("group") and not body.args.get("distinct")
-            and not any(body.find_all(exp.Window, exp.AggFunc, exp.Subquery))
-            and all(r.endswith(" (table)") or r in projections
-                    for r in cte_reads(body, order, before=before)))
+def one_label_sql(sql: str) -> str:
+    """:func:`one_label_windows` of a DuckDB query's text (parameters kept as ``$name``)."""
+    return one_label_windows(sqlglot.parse_one(sql, read="duckdb")).sql("duckdb")
 
 
 def render(tree: exp.Expression, dialect: str, *, pretty: bool = True, what: str = "") -> str:

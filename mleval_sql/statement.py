@@ -18,7 +18,7 @@ import polars as pl
 import sqlglot
 from sqlglot import exp
 
-from mleval_sql import clustering, dialects, slicing
+from mleval_sql import clustering, dialects, queries, slicing
 from mleval_sql.engines.sql import canonical, clustering_canonical
 from mleval_sql.params import PARAMS
 from mleval_sql.registry import AVERAGING, FUSED, METRICS, STEPS, SWEEP
@@ -131,7 +131,7 @@ def sql(metrics: str | Sequence[str] | None = None, *, task: Task | None = None,
         text, written = script(body, dialect, pretty=pretty, what=what)
     else:
         if dialects.dialect_entry(dialect).not_materialized:
-            body = dialects.projections_inline(body)
+            body = queries.projections_inline(body)
         text, written = dialects.render(body, dialect, pretty=pretty, what=what) + ";", []
     if view:
         name = exp.to_table(view, dialect=dialect)
@@ -258,7 +258,7 @@ def script(tree: exp.Select, dialect: str, *, pretty: bool = True,
     Tables, not cached views: Spark analyses a view, cached or not, as the whole plan it was
     made of, so views that read views twice grow a plan of 2^depth leaves (a chain of 8 ran
     a local session's 1 GB heap out of memory), where a table is one leaf."""
-    ctes, final = dialects.hoisted_ctes(tree)
+    ctes, final = queries.hoisted_ctes(tree)
     bodies = dict(ctes)
     order = {name: i for i, (name, _) in enumerate(ctes)}
     written: list[str] = []
@@ -266,13 +266,13 @@ def script(tree: exp.Select, dialect: str, *, pretty: bool = True,
     scans: dict[str, bool] = {}  # whether its plan reads the user's table
     projections: set[str] = set()  # repeated in each reader, never written
     for i, (name, body) in enumerate(ctes):
-        read = dialects.cte_reads(body, order, before=i)
+        read = queries.cte_reads(body, order, before=i)
         inlined = [r for r in read if r in leaves and r not in written]
         leaves[name] = len(read) - len(inlined) + sum(leaves[r] for r in inlined)
         scans[name] = any(r not in leaves or scans[r] for r in read if r not in written)
-        readers = sum(dialects.cte_reads(other, order, before=j).count(name)
+        readers = sum(queries.cte_reads(other, order, before=j).count(name)
                       for j, other in enumerate([*bodies.values(), final]) if j > i)
-        if dialects.is_projection(body, order, before=i, projections=projections):
+        if queries.is_projection(body, order, before=i, projections=projections):
             projections.add(name)
         elif readers > 1 and (scans[name] or leaves[name] * readers > _INLINED_LEAVES):
             written.append(name)
@@ -316,7 +316,7 @@ def _with_needed(query: exp.Expression, ctes: list[tuple[str, exp.Expression]], 
     todo = [(query, before)]
     while todo:
         tree, position = todo.pop()
-        for name in dialects.cte_reads(tree, order, before=position):
+        for name in queries.cte_reads(tree, order, before=position):
             if name in order and name not in written and name not in needed:
                 needed.add(name)
                 todo.append((ctes[order[name]][1], order[name]))

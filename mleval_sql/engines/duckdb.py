@@ -304,8 +304,9 @@ class DuckDBEngine(BaseEngine):
 
     def _sql(self, step: str, *, numbered: bool = False) -> str:
         names = {rel: self._name(self.aliases.get(rel, rel)) for rel in ("input", *RELATIONS)}
-        # numbered groups have one label, as an input without a label column
-        sql = dialects.engine_sql(queries.load(step), one_label=self.one_label or numbered)
+        sql = queries.load(step)
+        if self.one_label or numbered:  # no window partitioned by a constant label
+            sql = dialects.one_label_sql(sql)
         read = STEPS[step].reads[0]
         if numbered and read not in self.coded:
             names[read] = self._name("numbered")
