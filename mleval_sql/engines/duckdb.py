@@ -342,12 +342,13 @@ class DuckDBEngine(BaseEngine):
         return self.coded.get(read) or f"groups {STEPS[step].gives or 'final'}"
 
     def _numbered(self, step: str, *, coded: bool = False) -> str:
-        """``step`` (of :data:`NUMBERED`) over the rows it reads with one integer per (segment,
-        label) for segment and a constant label, its rows given their keys back (unless
-        ``coded``): its windows sort and partition by that number alone (at 10M rows in 80
-        groups, ranking_metrics takes 2.8 s this way, 4.4 s by the keys' text; ranked_points
-        3.8 s, 4.5 s). The groups' table is one scan of two columns; the keys go back by a join
-        of the result with it. A table kept numbered is read as it is, with its groups."""
+        """``step`` (of :data:`NUMBERED`, or reading a table kept numbered) over the rows it
+        reads with one integer per (segment, label) for segment and a constant label, its rows
+        given their keys back (unless ``coded``): its windows sort and partition by that number
+        alone (at 10M rows in 80 groups, ranking_metrics takes 2.8 s this way, 4.4 s by the
+        keys' text; ranked_points 3.8 s, 4.5 s). The groups' table is one scan of two columns;
+        the keys go back by a join of the result with it. A table kept numbered is read as it
+        is, with its groups."""
         q = queries.identifier
         read = STEPS[step].reads[0]
         groups = q(self._name(self._groups(step)))
