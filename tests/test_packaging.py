@@ -58,3 +58,48 @@ def test_import_leaves_pandas_and_arrow_datasets_alone():
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                          text=True).stdout
     assert out.strip() == "[]"
+
+
+def test_every_import_of_the_package_is_a_declared_dependency():
+    """A module the package imports comes with ``pip install mleval_sql`` or with the extra
+    that needs it (not only with the test extra): a user's install has it."""
+    import ast
+    import importlib.metadata
+    import re
+
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = {k: v for k, v in project["optional-dependencies"].items()
+              if k not in ("test", "docs")}
+    declared = {_distribution(r) for r in project["dependencies"]}
+    declared |= {_distribution(r) for rs in extras.values() for r in rs}
+    imported: dict[str, set[str]] = {}
+    for path in (ROOT / "mleval_sql").rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+                       and ast.unparse(block.test) == "TYPE_CHECKING"
+                       for stmt in block.body for n in ast.walk(stmt)}
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module] if isinstance(node, ast.ImportFrom) and not node.level
+                     and node.module else [])
+            for name in names if id(node) not in typing_only else []:
+                imported.setdefault(name.split(".")[0], set()).add(path.name)
+    providers = importlib.metadata.packages_distributions()
+    third_party = {m: files for m, files in imported.items()
+                   if m not in sys.stdlib_module_names and m != "mleval_sql"}
+    undeclared = {m: sorted(files) for m, files in third_party.items()
+                  if not {re.sub(r"[-_.]+", "-", d).lower() for d in providers.get(m, [m])}
+                  & declared}
+    assert third_party and not undeclared, undeclared
+
+
+def _distribution(requirement: str) -> str:
+    """``"pyiceberg[pyarrow]>=0.9"`` -> ``"pyiceberg"`` (normalised as pip does)."""
+    import re
+
+    return re.sub(r"[-_.]+", "-", re.match(r"[A-Za-z0-9_.-]+", requirement).group()).lower()
