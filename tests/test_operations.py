@@ -299,6 +299,24 @@ def test_a_malformed_memory_limit_is_refused(engine, tmp_path, capsys, limit):
 
 # -- many segments --------------------------------------------------------------------------
 
+def test_more_groups_than_the_narrowest_number_holds():
+    """DuckDB numbers the (segment, label) groups its windows sort by in the narrowest type
+    that holds them (engines/duckdb.CODES): 70,000 segments need more than 16 bits, and every
+    segment's ROC AUC is still its own (as polars, which numbers no groups, gives it)."""
+    from mleval_sql.engines.duckdb import CODES
+
+    rng = np.random.default_rng(2)
+    n = 2 * 70_000
+    assert n // 2 > CODES[0][1]
+    data = pl.DataFrame({"sample": np.arange(n), "score": rng.random(n).round(2),
+                         "truth": np.arange(n) % 2 == 0, "shop": np.arange(n) // 2})
+    options = dict(metrics=["roc_auc"], by="shop", task="binary")
+    numbered = me.evaluate(data, engine="duckdb", **options)
+    assert numbered.height == n // 2
+    assert_same_rows(numbered, me.evaluate(data, engine="polars", **options), ["shop"],
+                     rel=1e-12)
+
+
 def test_many_small_segments_in_batches_give_the_numbers_of_one_run(engine, monkeypatch):
     """A budget packs segments into batches of bounded rows; a batch of many segments is
     selected by a semi-join (null segment values included)."""
