@@ -191,7 +191,10 @@ def _curve_values(points: pl.LazyFrame, keys: list[str], max_fpr: float | None,
                   metrics: Sequence[str], *, tp0: pl.Expr, fp0: pl.Expr) -> pl.LazyFrame:
     """support (P) and each of ``metrics`` (roc_auc, average_precision, break_even) of each
     curve: every term is local to a row (its block leads from (tp0, fp0) to (tp, fp)), so
-    each is a plain sum per curve of terms computed row by row."""
+    each is a plain sum per curve of terms computed row by row. P and N are the largest tp
+    and fp of the curve (its last point's); the rows' own ``p`` and ``n`` are read only by
+    the terms that need them (a partial AUC, break_even), so a table without them serves the
+    rest."""
     tp, fp, pos, neg, p, n = (pl.col(c) for c in ("tp", "fp", "pos", "neg", "p", "n"))
     # never a product of raw weight sums (P * N overflows at weights of 1e300): the trapezoids
     # in units of P and N scaled by powers of two near 1 / P and 1 / N (_scale), the other
@@ -209,15 +212,16 @@ def _curve_values(points: pl.LazyFrame, keys: list[str], max_fpr: float | None,
                                 neg / (fp - fp0) * (m - fpr0)
                                 * (2 * tpr0 + (tpr - tpr0) * (m - fpr0) / (fpr - fpr0)) / 2)
                             .otherwise(0.0))
-    if "average_precision" in metrics:
-        terms["average_precision"] = pl.when(pos > 0).then(pos / p * (tp / (tp + fp)))
+    if "average_precision" in metrics:  # over P once summed
+        terms["average_precision"] = pl.when(pos > 0).then(pos * (tp / (tp + fp)))
     if "break_even" in metrics:
         # the row's share of positive weight among the first P predicted: all of it in blocks
         # that end by P, none past P, the share (P - n_before) / n_block in the block crossing P
         terms["break_even"] = pl.when((pos > 0) & (tp + fp > tp0 + fp0)).then(
             pos / p * ((p - (tp0 + fp0)) / ((tp + fp) - (tp0 + fp0))).clip(0.0, 1.0))
-    sums = (points.select(*keys, "p", "n", "p_scale", "n_scale", **terms)
-            .group_by(*keys).agg(pl.col("p", "n", "p_scale", "n_scale").first(),
+    sums = (points.select(*keys, "tp", "fp", "p_scale", "n_scale", **terms)
+            .group_by(*keys).agg(tp.max().alias("p"), fp.max().alias("n"),
+                                 *(pl.col(c).first() for c in ("p_scale", "n_scale")),
                                  *(pl.col(t).sum() for t in terms)))
     big_p, big_n = p, n
     values: dict[str, pl.Expr] = {}
@@ -228,9 +232,11 @@ def _curve_values(points: pl.LazyFrame, keys: list[str], max_fpr: float | None,
                0.5 * (1 + _divide(area - max_fpr * max_fpr / 2,
                                   max_fpr - max_fpr * max_fpr / 2, big_p)))
         values["roc_auc"] = pl.when((big_p > 0) & (big_n > 0)).then(auc)
-    for metric in ("average_precision", "break_even"):
-        if metric in terms:
-            values[metric] = pl.when(big_p > 0).then(pl.col(metric))
+    if "average_precision" in terms:
+        values["average_precision"] = pl.when(big_p > 0).then(
+            pl.col("average_precision") / big_p)
+    if "break_even" in terms:
+        values["break_even"] = pl.when(big_p > 0).then(pl.col("break_even"))
     return sums.select(*keys, support=big_p, **values)
 
 
