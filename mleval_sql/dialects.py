@@ -194,12 +194,19 @@ def _isinf(node: exp.Expression, dialect: Dialect) -> exp.Expression:
 
 def _label_bits(node: exp.Expression, dialect: Dialect) -> exp.Expression:
     """``bit_count(bit_or(1 << (t.bit % 64)))``, DuckDB's fast count of a sample's distinct
-    labels (one bit per label), -> ``count(DISTINCT t.label)``."""
+    labels (one bit per label), -> ``count(DISTINCT t.label)``; the bits of some labels only,
+    ``bit_count(bit_or(CASE WHEN c THEN 1 << t.bit END))``, -> ``count(DISTINCT CASE WHEN c
+    THEN t.label END)``."""
     if not (isinstance(node, exp.Anonymous) and node.name.lower() == "bit_count"
             and node.expressions and type(node.expressions[0]).__name__ == "BitwiseOrAgg"):
         return node
     bit = next(node.find_all(exp.Column))
-    return exp.Count(this=exp.Distinct(expressions=[exp.column("label", bit.table)]))
+    label = exp.column("label", bit.table)
+    bits = node.expressions[0].this
+    if isinstance(bits, exp.Case):
+        label = exp.Case(ifs=[exp.If(this=when.this.copy(), true=label.copy())
+                              for when in bits.args["ifs"]])
+    return exp.Count(this=exp.Distinct(expressions=[label]))
 
 
 def _signed_words(node: exp.Expression, dialect: Dialect) -> exp.Expression:

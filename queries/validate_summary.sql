@@ -9,7 +9,9 @@
 --   grouped by sample, and that grouping is kept narrow because it is the expensive one (one
 --   group per sample). Distinct labels of a sample are counted exactly without count(DISTINCT)
 --   (which DuckDB neither spills nor runs fast): each label gets a bit, a sample's bits are
---   OR-ed in 64-bit words and the set bits counted (labels 0-63 in word 0, 64-127 in word 1...).
+--   OR-ed in 64-bit words and the set bits counted. The first 64 labels' word is OR-ed in the
+--   one grouping by sample; labels 64 and up (later_words: rarely any, and then a join with
+--   no rows) are counted by sample and word apart, and added.
 WITH segment_labels AS (
     SELECT segment, label FROM predictions GROUP BY segment, label
 ),
@@ -60,38 +62,51 @@ value_examples AS (
     WHERE score IS NULL OR isnan(score) OR isinf(score) OR CAST(truth AS DOUBLE) NOT IN (0, 1)
     GROUP BY segment
 ),
-per_word AS (
+per_sample AS (
     SELECT
         p.segment,
         p.sample,
-        label_bits.bit // 64 AS word,
         count(*) AS n_rows,
         count(p.label) AS n_labelled,
-        bit_count(bit_or(CAST(1 AS UBIGINT) << (label_bits.bit % 64))) AS n_distinct,
+        bit_count(bit_or(CASE WHEN label_bits.bit < 64
+                              THEN CAST(1 AS UBIGINT) << label_bits.bit END)) AS n_distinct,
         count(*) FILTER (WHERE CAST(p.truth AS DOUBLE) = 1) AS n_true,
         min(p.weight) AS min_weight,
         max(p.weight) AS max_weight
     FROM predictions AS p
     LEFT JOIN label_bits ON p.label = label_bits.label
-    GROUP BY p.segment, p.sample, word
+    GROUP BY p.segment, p.sample
 ),
-per_sample AS (
-    SELECT
-        segment,
-        sample,
-        sum(n_rows) AS n_rows,
-        sum(n_labelled) - coalesce(sum(n_distinct), 0) AS dup,
-        sum(n_true) AS n_true,
-        min(min_weight) <> max(max_weight) AS uneven_weight,
-        min(min_weight) AS weight
-    FROM per_word
+later_words AS (
+    SELECT segment, sample, sum(n_distinct) AS n_distinct
+    FROM (
+        SELECT
+            p.segment,
+            p.sample,
+            label_bits.bit // 64 AS word,
+            bit_count(bit_or(CAST(1 AS UBIGINT) << (label_bits.bit % 64))) AS n_distinct
+        FROM predictions AS p
+        JOIN label_bits ON p.label = label_bits.label
+        WHERE label_bits.bit >= 64
+        GROUP BY p.segment, p.sample, word
+    ) AS words
     GROUP BY segment, sample
 ),
 samples AS (
-    SELECT per_sample.*, n_labels
-    FROM per_sample
+    SELECT
+        s.segment,
+        s.sample,
+        s.n_rows,
+        s.n_labelled - coalesce(s.n_distinct, 0) - coalesce(w.n_distinct, 0) AS dup,
+        s.n_true,
+        s.min_weight <> s.max_weight AS uneven_weight,
+        s.min_weight AS weight,
+        l.n_labels
+    FROM per_sample AS s
+    LEFT JOIN later_words AS w
+        ON s.segment IS NOT DISTINCT FROM w.segment AND s.sample IS NOT DISTINCT FROM w.sample
     JOIN (SELECT segment, count(label) AS n_labels FROM segment_labels GROUP BY segment) AS l
-        ON per_sample.segment IS NOT DISTINCT FROM l.segment
+        ON s.segment IS NOT DISTINCT FROM l.segment
 ),
 sample_checks AS (
     SELECT
