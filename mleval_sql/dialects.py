@@ -614,10 +614,35 @@ def one_label_windows(tree: exp.Expression) -> exp.Expression:
     return tree.transform(drop)
 
 
+def zero_label(tree: exp.Expression) -> exp.Expression:
+    """``tree`` with ``label`` in the select list of a SELECT with windows written as the
+    constant 0, for rows whose label is 0 on every row (the DuckDB engine's numbered rows): a
+    column the windows pass on is carried through their sort, a constant is not (10M rows:
+    ranking_metrics 1.82 -> 1.74 s).
+
+    >>> tree = sqlglot.parse_one("SELECT label, rank() OVER (ORDER BY score) AS r FROM t "
+    ...                          "UNION ALL SELECT label, 1 FROM t")
+    >>> zero_label(tree).sql()
+    'SELECT 0 AS label, RANK() OVER (ORDER BY score) AS r FROM t UNION ALL SELECT label, 1 FROM t'
+    """
+    def zero(node: exp.Expression) -> exp.Expression:
+        if not (isinstance(node, exp.Select)
+                and any(e.find(exp.Window) for e in node.expressions)):
+            return node
+        for projection in node.expressions:
+            column = projection.this if isinstance(projection, exp.Alias) else projection
+            if isinstance(column, exp.Column) and column.name == "label":
+                projection.replace(exp.alias_(exp.Literal.number(0), projection.alias_or_name))
+        return node
+    return tree.transform(zero)
+
+
 @functools.cache
-def one_label_sql(sql: str) -> str:
-    """:func:`one_label_windows` of a DuckDB query's text (parameters kept as ``$name``)."""
-    return one_label_windows(sqlglot.parse_one(sql, read="duckdb")).sql("duckdb")
+def one_label_sql(sql: str, *, numbered: bool = False) -> str:
+    """:func:`one_label_windows` of a DuckDB query's text (parameters kept as ``$name``); with
+    ``numbered``, :func:`zero_label` too."""
+    tree = one_label_windows(sqlglot.parse_one(sql, read="duckdb"))
+    return (zero_label(tree) if numbered else tree).sql("duckdb")
 
 
 def render(tree: exp.Expression, dialect: str, *, pretty: bool = True, what: str = "") -> str:

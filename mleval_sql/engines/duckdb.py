@@ -310,7 +310,7 @@ class DuckDBEngine(BaseEngine):
         names = {rel: self._name(self.aliases.get(rel, rel)) for rel in ("input", *RELATIONS)}
         sql = queries.load(step)
         if self.one_label or numbered:  # no window partitioned by a constant label
-            sql = dialects.one_label_sql(sql)
+            sql = dialects.one_label_sql(sql, numbered=numbered)
         read = STEPS[step].reads[0]
         if numbered and read not in self.coded:
             names[read] = self._name("numbered")
