@@ -70,8 +70,8 @@ ranked AS (
     -- each label's rows sorted once by score, descending, for every window but the own
     -- class's; with $micro, every label's rows of a segment pooled (label NULL) as well
     SELECT
-        -- every weight 1: a constant, which the windows need not carry through their sort
         segment, CAST(NULL AS VARCHAR) AS average, label, truth,
+        -- every weight 1: a constant, which the windows need not carry through their sort
         CASE WHEN $unit_weights THEN 1.0 ELSE weight END AS weight,
         CASE WHEN $label_totals OR NOT $unit_weights
             THEN sum(CASE WHEN truth THEN weight ELSE 0.0 END) OVER curve END AS p,
