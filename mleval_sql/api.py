@@ -22,7 +22,7 @@ import polars as pl
 
 from mleval_sql import clustering, uncertainty
 from mleval_sql.engines import ENGINES, Engine, EngineName, Keep, choose_engine, make_engine
-from mleval_sql.engines.segments import ROW_BYTES, with_progress
+from mleval_sql.engines.segments import with_progress
 from mleval_sql.errors import InputError, note_sklearn_default, spark_cause, spark_errors
 from mleval_sql.params import DEFAULTS
 from mleval_sql.progress import stage
@@ -419,7 +419,8 @@ def _replicated(runner: Engine, plan: Plan, params: dict[str, object], by: list[
     if resampled is None:
         return None
     steps = ["sample_ids", "replicates", *resampled.steps()]
-    budget = runner.budget // ROW_BYTES if runner.budget else uncertainty.CHUNK_ROWS
+    budget = (runner.budget // uncertainty.REPLICATED_ROW_BYTES if runner.budget
+              else uncertainty.CHUNK_ROWS)
     parts = []
     for chunk in with_progress(uncertainty.chunks(int(params["resamples"]), rows=rows,
                                                   budget_rows=budget), "bootstrap"):

@@ -22,6 +22,9 @@ import polars as pl
 
 #: Rows of replicated predictions a run computes at once without a memory budget.
 CHUNK_ROWS = 8_000_000
+#: The memory a replicated row is taken to cost under a budget: it carries its draw's weight,
+#: so it runs on the weighted path (not measured apart: the conservative figure).
+REPLICATED_ROW_BYTES = 250
 #: The interval columns, and the method of each row's interval.
 CI_COLUMNS = ("ci_low", "ci_high", "ci_method", "ci_resamples")
 

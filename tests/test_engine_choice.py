@@ -21,6 +21,7 @@ import mleval_sql as me
 from mleval_sql.cli import build_parser
 from mleval_sql.engines import ENGINES, choose_engine
 from tests.data import make_predictions
+from tests.helpers import assert_frames_close
 
 LAKE = Path(__file__).parent.parent / "fixtures" / "lake"
 
@@ -64,11 +65,15 @@ def test_an_engines_own_input_goes_to_it(files: Path, frame: pl.DataFrame) -> No
     assert choose_engine("preds", connection=sqlite3.connect(":memory:"))[0] == "sql"
 
 
-@pytest.mark.parametrize("options", [{"memory_limit": "1GB"}, {"threads": 1},
-                                     {"reproducible": True}])
+@pytest.mark.parametrize("options", [{"threads": 1}, {"reproducible": True},
+                                     {"threads": 1, "memory_limit": "1GB"}])
 def test_what_only_duckdb_gives_goes_to_duckdb(files: Path, options: dict) -> None:
     name, why = choose_engine(files, **options)
-    assert name == "duckdb" and next(iter(options)) in why
+    assert name == "duckdb" and all(option in why for option in options)
+
+
+def test_a_memory_limit_keeps_the_fastest_engine(files: Path) -> None:
+    assert choose_engine(files, memory_limit="1GB") == ("polars", "the fastest for this input")
 
 
 def test_the_engine_used_is_logged_and_a_named_one_wins(frame: pl.DataFrame, files: Path,
@@ -87,10 +92,29 @@ def test_the_engine_used_is_logged_and_a_named_one_wins(frame: pl.DataFrame, fil
     assert used(files, engine="duckdb") == "engine duckdb (named)"
     assert used(relation, engine="polars") == "engine polars (named)"
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # polars would warn that it cannot hold the limit
-        assert used(files, memory_limit="1GB").startswith("engine duckdb (the fastest that")
-    with pytest.warns(UserWarning, match="polars cannot hold to memory_limit"):
-        assert used(files, memory_limit="1GB", engine="polars") == "engine polars (named)"
+        warnings.simplefilter("error")  # no segment larger than the budget: nothing to say
+        assert used(files, memory_limit="1GB") == "engine polars (the fastest for this input)"
+        assert used(files, memory_limit="1GB", engine="duckdb") == "engine duckdb (named)"
+
+
+@pytest.mark.parametrize("by", [["region"], []])
+def test_a_segment_larger_than_the_budget_is_named_in_a_warning(frame: pl.DataFrame, by: list,
+                                                                monkeypatch) -> None:
+    """polars reads a batch of segments into memory where it fits the budget; a segment that
+    does not is streamed, and a warning names the largest (the input, without segments)."""
+    free = me.evaluate(frame, ["roc_auc", "f1"], by=by, engine="polars")
+    counts = frame.group_by(by).len() if by else frame.select(len=pl.len())
+    largest = counts.sort("len", descending=True).row(0, named=True)
+    # a budget that holds every segment but the largest
+    second = counts["len"].sort(descending=True)[1] if by else largest["len"] - 1
+    monkeypatch.setattr("mleval_sql.engines.segments.ROW_BYTES", 10**9 // second)
+    what = f"segment region={largest['region']!r} has" if by else "the input has"
+    with pytest.warns(UserWarning, match=rf"^{what} {largest['len']:,} rows, more than "
+                      rf"memory_limit holds in memory \(about {second:,} rows\): polars "
+                      "streams it, with a peak the limit does not bound"):
+        bounded = me.evaluate(frame, ["roc_auc", "f1"], by=by, engine="polars",
+                              memory_limit="1GB")
+    assert_frames_close(bounded, free)
 
 
 def test_the_same_values_whichever_engine_is_chosen(frame: pl.DataFrame) -> None:

@@ -16,14 +16,20 @@ from tests.helpers import assert_frames_close, assert_same_rows
 METRICS = ["roc_auc", "average_precision", "f1", "precision"]
 
 
-@pytest.fixture(autouse=True, params=["a segment a batch", "batches by semi-join"])
+#: The memory a row is taken to cost, so that a 200MB budget holds no row (every segment a
+#: batch of its own, larger than the budget: polars streams it), 200 rows (batches of a few
+#: segments, selected by a semi-join) or 4000 (batches by value, read into memory).
+BATCHING = {"a segment a batch": (10**9, None), "batches by semi-join": (10**6, 0),
+            "batches in memory": (50_000, None)}
+
+
+@pytest.fixture(autouse=True, params=list(BATCHING))
 def batching(request, monkeypatch):
-    """Batches small enough for the test data to take several (a 200MB budget then holds a
-    few hundred rows), selected by value or by a semi-join."""
-    monkeypatch.setattr("mleval_sql.engines.segments.ROW_BYTES", 10**9 if request.param ==
-                        "a segment a batch" else 10**6)
-    if request.param == "batches by semi-join":
-        monkeypatch.setattr("mleval_sql.engines.segments.FEW_SEGMENTS", 0)
+    """Batches small enough for the test data to take several."""
+    row_bytes, few = BATCHING[request.param]
+    monkeypatch.setattr("mleval_sql.engines.segments.ROW_BYTES", row_bytes)
+    if few is not None:
+        monkeypatch.setattr("mleval_sql.engines.segments.FEW_SEGMENTS", few)
 
 
 @pytest.fixture(scope="module")

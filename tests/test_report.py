@@ -723,15 +723,11 @@ def test_segment_columns_of_any_name(tmp_path):
         assert all(_close(a, b) for a, b in joined.select("value", "value_right").iter_rows())
 
 
-def test_a_budget_the_engine_cannot_hold_runs_on_one_that_can(tmp_path):
+def test_a_job_runs_on_the_engine_it_names_with_a_budget_too(tmp_path):
     job = Job.from_dict(_job(engine="polars", memory_limit="500MB"))
-    assert job.engine == "duckdb" and "cannot hold its memory" in job.engine_note
-    with pytest.warns(UserWarning, match="engine 'polars' cannot hold its memory to "
-                                         "memory_limit = '500MB'; the job runs on 'duckdb'"):
-        outcome = me.report(job, tmp_path / "out", progress=False)
-    assert outcome.summary["engine"] == "duckdb"
-    assert outcome.summary["engine_note"] == job.engine_note
-    assert Job.from_dict(_job(engine="polars")).engine == "polars"  # no budget: as named
+    outcome = me.report(job, tmp_path / "out", progress=False)
+    assert (job.engine, outcome.summary["engine"], outcome.summary["memory_limit"]) == (
+        "polars", "polars", "500MB")
 
 
 @pytest.mark.parametrize(("metric", "options"), [

@@ -96,7 +96,6 @@ def test_bootstrap_intervals_are_the_oracles_percentiles(engine, task, metric, a
     assert joined["ci_low"].null_count() < joined.height  # intervals, not only nulls
 
 
-@pytest.mark.filterwarnings("ignore:polars cannot hold to memory_limit")
 def test_intervals_do_not_move_with_engine_order_or_files(tmp_path):
     frame = make_predictions("multilabel", seed=3, n_samples=60)
     metrics = ["f1", "average_precision", "hamming_loss"]
@@ -109,7 +108,7 @@ def test_intervals_do_not_move_with_engine_order_or_files(tmp_path):
     runs = {"polars": me.evaluate(frame, metrics, engine="polars", **options),
             "shuffled": me.evaluate(shuffled, metrics, **options),
             "three files": me.evaluate(tmp_path, metrics, **options),
-            # batches of segments and chunks of replicates (a budget of 4,000 rows a batch)
+            # chunks of replicates (a budget of 4,000 replicated rows a run)
             "memory budget": me.evaluate(frame, metrics, engine="polars", memory_limit="1MB",
                                          **options)}
     for name, got in runs.items():

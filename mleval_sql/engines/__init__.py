@@ -83,7 +83,6 @@ class EngineEntry:
     offered: bool = True  # by the command line's --engine
     tasks: tuple[str, ...] = TASKS
     memory_budget: bool = True
-    holds_memory: bool = True
     claims: Callable[[Any, Any], bool] | str | None = None
     rank: int | None = None
 
@@ -157,10 +156,8 @@ def imported(thing: Callable[..., Any] | str) -> Callable[..., Any]:
 ENGINES: dict[str, EngineEntry] = {e.name: e for e in (
     EngineEntry("duckdb", "mleval_sql.engines.duckdb:DuckDBEngine",
                 ("connection", "threads", "reproducible"), claims=_duckdb_input, rank=1),
-    # the fastest on the lake benchmark (docs/performance.md), but its streaming engine does
-    # not keep to a memory limit
-    EngineEntry("polars", "mleval_sql.engines.polars.engine:PolarsEngine",
-                holds_memory=False, rank=0),
+    # the fastest on the lake benchmark (docs/performance.md), with a budget too
+    EngineEntry("polars", "mleval_sql.engines.polars.engine:PolarsEngine", rank=0),
     EngineEntry("sql", "mleval_sql.engines.sql:SQLEngine",
                 reader="mleval_sql.engines.sql:database_table", offered=False,
                 memory_budget=False,
@@ -192,7 +189,7 @@ def choose_engine(source: Any, *, connection: Any = None,
     else, among the engines that read frames, files and lakes and give what the request asks
     (``threads``, ``reproducible``, a ``memory_limit`` kept to), the fastest (``rank``).
 
-    >>> choose_engine("lake/"), choose_engine("lake/", memory_limit="1GB")[0]
+    >>> choose_engine("lake/"), choose_engine("lake/", threads=1)[0]
     (('polars', 'the fastest for this input'), 'duckdb')
     """
     for name, entry in ENGINES.items():
@@ -205,8 +202,7 @@ def choose_engine(source: Any, *, connection: Any = None,
              if value not in (None, False)}
     able = sorted((entry.rank, name) for name, entry in ENGINES.items()
                   if entry.reader is None and entry.rank is not None
-                  and set(asked) - {"memory_limit"} <= set(entry.options)
-                  and ("memory_limit" not in asked or entry.holds_memory))
+                  and set(asked) - {"memory_limit"} <= set(entry.options))
     fastest = min((entry.rank, name) for name, entry in ENGINES.items()
                   if entry.reader is None and entry.rank is not None)[1]
     if not able or able[0][1] == fastest:

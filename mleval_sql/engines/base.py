@@ -145,5 +145,6 @@ class BaseEngine:
         for keys in with_progress(self.batches, what):
             with self._restricted(keys, few=keys.height <= segments.FEW_SEGMENTS) as rows:
                 parts.append(run(rows))
+            del rows  # a batch's rows in memory are let go before the next is read
         return combine(parts)
 

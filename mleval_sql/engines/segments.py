@@ -22,10 +22,12 @@ from mleval_sql.progress import counted
 
 T = TypeVar("T")
 
-#: An estimate of the memory one input row costs while its batch is evaluated: polars' exact
-#: curve peaked at about 170 bytes a row (10M-row lake in batches of 3.75M rows: 730 MB, the
-#: process included); a budget of 1 GB takes 4M rows a batch. DuckDB holds its own limit.
-ROW_BYTES = 250
+#: The memory one input row costs while its batch is evaluated in memory by polars, at the
+#: peak, on two cores: the exact ranking and decision metrics of a 12.5M-row segment peaked at
+#: 1125 MiB, of 1.25M rows at 274 MiB (74 bytes a row; the libraries' ~0.2 GiB besides; eight
+#: such batches one after the other, 100M rows under 1 GB, peaked at 1311 MiB). A budget of
+#: 1 GB takes 13.3M rows a batch. DuckDB holds its own limit within each batch.
+ROW_BYTES = 75
 #: A batch of at most this many segments is selected by their values, a filter that reaches the
 #: parquet reader (which then skips other hive partitions); a larger one by a semi-join.
 FEW_SEGMENTS = 64

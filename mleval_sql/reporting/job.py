@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mleval_sql.engines import ENGINES, choose_engine, local_engines
+from mleval_sql.engines import ENGINES, local_engines
 from mleval_sql.params import CURVE_PARAMS, PARAMS, RESULT_COLUMNS
 from mleval_sql.registry import AVERAGES, METRICS
 from mleval_sql.request import OPTIONS, Request
@@ -161,8 +161,6 @@ class Job:
     fdr: float = 0.05  # the false discovery rate of the significant rules' tests
     slices: Slices | None = None
     file: Path | None = None
-    #: why the job runs on another engine than the one it names (None: it does not)
-    engine_note: str | None = None
 
     @property
     def reproducible(self) -> bool:
@@ -339,27 +337,15 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
              for i, r in enumerate(alerts.get("rules", list, default=[]))]
     alerts.done()
     slices = _slices(top.get("slices", dict), options) if "slices" in data else None
-    engine, note = _bounded_engine(engine, checked.memory_limit)
     job = Job(sources=sources, metrics=metrics, segmentations=segmentations,
               title=top.get("title", str, default="Evaluation report"), task=checked.task,
               engine=engine, memory_limit=checked.memory_limit, threads=given["threads"],
               average=list(dict.fromkeys(average)), options=options, curves=kinds,
               max_points=max_points, sweep_bins=sweep_bins, rank_by=rank_by, top=top_n,
               max_labels=max_labels, baseline=baseline, rules=rules, min_samples=min_samples,
-              min_weight=min_weight, fdr=fdr, slices=slices, file=file, engine_note=note)
+              min_weight=min_weight, fdr=fdr, slices=slices, file=file)
     top.done()
     return job
-
-
-def _bounded_engine(engine: str, memory_limit: str | int | None) -> tuple[str, str | None]:
-    """The engine a job runs on: the one it names, but under a ``memory_limit`` one that holds
-    to it (:func:`mleval_sql.engines.choose_engine`'s: polars takes one, to run in batches of
-    segments, but does not bound its memory by it), with the reason."""
-    if memory_limit is None or ENGINES[engine].holds_memory:
-        return engine, None
-    instead, _ = choose_engine(None, memory_limit=memory_limit)
-    return instead, (f"engine {engine!r} cannot hold its memory to memory_limit = "
-                     f"{memory_limit!r}; the job runs on {instead!r}, which does")
 
 
 def _slices(data: Any, options: Mapping[str, Any]) -> Slices:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 import sys
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -130,8 +129,6 @@ def run(job: Job, progress: Progress | None = None) -> Result:
     """Compute every table of ``job``; nothing is written."""
     progress = progress or Progress(stages(job))
     progress.stage("checking the sources")
-    if job.engine_note:
-        warnings.warn(job.engine_note, stacklevel=2)
     prepared = [_Prepared(job, source) for source in job.sources]
     task = job.task or _task(prepared, job)
     frames: list[pl.DataFrame] = []

@@ -10,7 +10,7 @@ from itertools import pairwise
 
 import polars as pl
 
-from mleval_sql.engines import Keep
+from mleval_sql.engines import Keep, segments
 from mleval_sql.engines import polars as plans
 from mleval_sql.engines.base import BaseEngine, Canonical, canonical_columns
 from mleval_sql.engines.segments import merge_batches, packed, with_progress
@@ -26,18 +26,19 @@ HELD_BATCH_ROWS = 6_000_000
 
 
 class PolarsEngine(BaseEngine):
-    """Evaluate with polars.
+    """Evaluate with polars, in memory.
 
     Without a budget the canonical rows are read once and held: the checks run on all of
     them, the metrics on batches of whole segments of about :data:`HELD_BATCH_ROWS` rows
     (slices of the held rows), whose sorts run faster than one sort of tens of millions of
-    rows. With a ``memory_limit`` the streaming engine runs the plans, in batches of segments
-    of about the budget's rows (engines/base.py), each read from the source when its turn
-    comes: every metric lives within a segment, so only one batch's statistics are held (a
-    parquet lake partitioned by the segment columns is then read a few partitions at a time).
-    polars has no byte budget of its own: its peak is not bounded by the limit, and a warning
-    says so. ``clustering``: the input is a clustering table (sample, truth, cluster, weight),
-    checked by cluster_summary.
+    rows. With a ``memory_limit`` the segments go in batches of about the budget's rows
+    (engines/base.py, :data:`mleval_sql.engines.segments.ROW_BYTES` a row), each read into
+    memory when its turn comes (once for the checks, once for the metrics) and evaluated
+    there: every metric lives within a segment, so only one batch's rows and statistics are
+    held (a parquet lake partitioned by the segment columns is then read a few partitions at
+    a time). A segment larger than the budget alone runs on polars' streaming engine, whose
+    peak the budget does not bound: a warning says so. ``clustering``: the input is a
+    clustering table (sample, truth, cluster, weight), checked by cluster_summary.
     """
 
     name = "polars"
@@ -45,23 +46,21 @@ class PolarsEngine(BaseEngine):
     def __init__(self, source: Source, columns: Columns, weight: str | None, by: Sequence[str],
                  *, memory_limit: str | int | None = None, clustering: bool = False) -> None:
         super().__init__(by, memory_limit)
-        if memory_limit is not None:
-            warnings.warn(f"polars cannot hold to memory_limit={memory_limit!r}: it runs its "
-                          "streaming engine on batches of segments, but does not bound its "
-                          "memory to the limit (the duckdb engine does)", stacklevel=4)
         self.source = source.polars()
         self.text_keys = {name for name, dtype in self.source.collect_schema().items()
                           if dtype == pl.String}
         self.canonical = canonical_columns(columns, weight, clustering=clustering)
         self.unit_weights = weight is None  # every weight is 1: plans may count in integers
         self.summary_plan = plans.cluster_summary if clustering else plans.validate_summary
-        self.collect_engine = "streaming" if memory_limit else "auto"
         self.held: pl.DataFrame | None = None  # without a budget: the canonical rows
         self.batches: list[pl.DataFrame] = []  # ... as batches of whole segments
         self.shared: dict[str, pl.LazyFrame] = {}  # the statistics of the whole input
+        self.counts: pl.DataFrame | None = None  # under a budget: the rows of each segment
 
     def summary(self) -> pl.DataFrame:
         if self.budget is not None:
+            if not self.by:  # one segment: its rows counted (parquet footers tell them)
+                self._counted(self.source.select(n=pl.len()))
             return super().summary()
         held = self._canonical(self.source).collect()
         self.batches = in_batches(held, HELD_BATCH_ROWS)
@@ -70,14 +69,10 @@ class PolarsEngine(BaseEngine):
         self.held = held if len(self.batches) == 1 else pl.concat(self.batches, rechunk=False)
         del held
         if self.summary_plan is not plans.validate_summary:
-            return self._summary(self.held.lazy())
-        # rows in memory: their codes' ranges give one integer per (segment, sample); a row
-        # per segment, so a batch of whole segments at a time (the checks' hash tables hold a
-        # batch's rows, not every row: at 30M rows 1.1 GiB at the peak rather than 2.0)
-        key = plans.validate.sample_key(self.held)
-        return as_text(pl.concat([
-            plans.validate.summary_by_key(rows.lazy(), key, unit_weights=self.unit_weights)
-            .collect() for rows in self.batches]))
+            return self._summary(self.held)
+        # a batch of whole segments at a time: the checks' hash tables hold a batch's rows,
+        # not every row (at 30M rows 1.1 GiB at the peak rather than 2.0)
+        return pl.concat([self._summary(rows) for rows in self.batches])
 
     def results(self, steps: Iterable[str], params: dict[str, object], *,
                 numeric_truth: bool = False, keep: Keep | None = None) -> dict[str, pl.DataFrame]:
@@ -86,8 +81,7 @@ class PolarsEngine(BaseEngine):
         steps = list(steps)
         params = self.switches(steps, params)
         steps = self._run_whole(steps, params, numeric_truth=numeric_truth)
-        parts = [self._results(rows.lazy(), steps, params, numeric_truth=numeric_truth,
-                               keep=keep or {})
+        parts = [self._results(rows, steps, params, numeric_truth=numeric_truth, keep=keep or {})
                  for rows in with_progress(self.batches, "metrics")]
         return parts[0] if len(parts) == 1 else merge_batches(parts)
 
@@ -96,26 +90,64 @@ class PolarsEngine(BaseEngine):
         self.batches = []
 
     def _segment_counts(self) -> pl.DataFrame:
-        return self.source.group_by(self.by).agg(n=pl.len()).collect(engine=self.collect_engine)
+        return self._counted(self.source.group_by(self.by).agg(n=pl.len()))
 
     @contextmanager
-    def _restricted(self, keys: pl.DataFrame | None, *, few: bool) -> Iterator[pl.LazyFrame]:
+    def _restricted(self, keys: pl.DataFrame | None,
+                    *, few: bool) -> Iterator[pl.LazyFrame | pl.DataFrame]:
         """The canonical rows of the segments in ``keys``: a few by a filter on the source's
         own columns (which reaches the parquet reader, so it skips other hive partitions), many
-        by a semi-join."""
-        if keys is None:
-            yield self._canonical(self.source) if self.held is None else self.held.lazy()
-        elif few:
-            yield self._canonical(self.source.filter(pl.any_horizontal(
+        by a semi-join; read into memory where they fit the budget (or are held already), else
+        a plan for the streaming engine."""
+        if self.held is not None and keys is None:
+            yield self.held
+            return
+        rows = self._canonical(self.source)
+        if keys is not None and few:
+            rows = self._canonical(self.source.filter(pl.any_horizontal(
                 pl.all_horizontal(pl.col(c).eq_missing(pl.lit(v, dtype=keys.schema[c]))
                                   for c, v in row.items())
                 for row in keys.iter_rows(named=True))))
-        else:
-            yield self._canonical(self.source.join(keys.lazy(), on=self.by, how="semi",
-                                                   nulls_equal=True))
+        elif keys is not None:
+            rows = self._canonical(self.source.join(keys.lazy(), on=self.by, how="semi",
+                                                    nulls_equal=True))
+        yield rows.collect(engine="streaming") if self._fits(keys) else rows
 
-    def _summary(self, rows: pl.LazyFrame) -> pl.DataFrame:
-        return as_text(self.summary_plan(rows).collect(engine=self.collect_engine))
+    def _fits(self, keys: pl.DataFrame | None) -> bool:
+        """The rows of the segments in ``keys`` (None: all of them) fit the budget, as far as
+        the segments' counts tell (without segment columns they are not counted)."""
+        if self.budget is None or self.counts is None:
+            return False
+        counts = self.counts if keys is None else self.counts.join(keys, on=self.by,
+                                                                   nulls_equal=True)
+        return int(counts["n"].sum()) * segments.ROW_BYTES <= self.budget
+
+    def _counted(self, counts: pl.LazyFrame) -> pl.DataFrame:
+        """``counts`` (the rows ``n`` per segment) collected and kept, with a warning where a
+        segment is larger than the budget holds."""
+        assert self.budget is not None
+        self.counts = counts.collect(engine="streaming")
+        rows = self.budget // segments.ROW_BYTES
+        large = self.counts.filter(pl.col("n") > rows).sort("n", descending=True)
+        if large.height:
+            first = large.row(0, named=True)
+            what = (f"segment {', '.join(f'{c}={first[c]!r}' for c in self.by)} has"
+                    if self.by else "the input has")
+            more = f" (and {large.height - 1} more)" if large.height > 1 else ""
+            warnings.warn(f"{what} {first['n']:,} rows{more}, more than memory_limit holds in "
+                          f"memory (about {rows:,} rows): polars streams it, with a peak the "
+                          "limit does not bound (engine='duckdb' keeps to it)", stacklevel=5)
+        return self.counts
+
+    def _summary(self, rows: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
+        if isinstance(rows, pl.LazyFrame):  # a segment larger than the budget
+            return as_text(self.summary_plan(rows).collect(engine="streaming"))
+        if self.summary_plan is not plans.validate_summary:
+            return as_text(self.summary_plan(rows.lazy()).collect())
+        # rows in memory: their codes' ranges give one integer per (segment, sample)
+        key = plans.validate.sample_key(rows)
+        return as_text(plans.validate.summary_by_key(rows.lazy(), key,
+                                                     unit_weights=self.unit_weights).collect())
 
     def _canonical(self, frame: pl.LazyFrame) -> pl.LazyFrame:
         """The canonical columns, text keys (label, segment columns) as Categorical: the plans
@@ -129,11 +161,15 @@ class PolarsEngine(BaseEngine):
             for c in self.canonical]
         return frame.select(*columns, segment=segment)
 
-    def _results(self, rows: pl.LazyFrame, steps: list[str], params: dict[str, object], *,
-                 numeric_truth: bool, keep: Keep) -> dict[str, pl.DataFrame]:
-        """Build every step's plan, then collect the final steps' rows in one go."""
+    def _results(self, rows: pl.LazyFrame | pl.DataFrame, steps: list[str],
+                 params: dict[str, object], *, numeric_truth: bool,
+                 keep: Keep) -> dict[str, pl.DataFrame]:
+        """Build every step's plan, then collect the final steps' rows in one go (rows in
+        memory by the in-memory engine, a plan of a segment larger than the budget by the
+        streaming engine)."""
+        engine = "auto" if isinstance(rows, pl.DataFrame) else "streaming"
         truth = pl.col("truth") if numeric_truth else pl.col("truth").cast(pl.Boolean)
-        relations = {**self.shared, "predictions": rows.with_columns(truth)}
+        relations = {**self.shared, "predictions": rows.lazy().with_columns(truth)}
         finals: dict[str, pl.LazyFrame] = {}
         for name in steps:
             step = STEPS[name]
@@ -157,7 +193,7 @@ class PolarsEngine(BaseEngine):
             else:  # a statistics table feeds several plans: computed once, from one scan
                 relations[step.gives] = plan.cache()
         with stage("statistics and metrics: one polars plan"):
-            frames = pl.collect_all(list(finals.values()), engine=self.collect_engine)
+            frames = pl.collect_all(list(finals.values()), engine=engine)
         return dict(zip(finals, map(as_text, frames), strict=True))
 
 
