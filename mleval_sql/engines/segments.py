@@ -22,11 +22,12 @@ from mleval_sql.progress import counted
 
 T = TypeVar("T")
 
-#: The memory one input row costs while its batch is evaluated in memory by polars, at the
-#: peak, on two cores: the exact ranking and decision metrics of a 12.5M-row segment peaked at
-#: 1125 MiB, of 1.25M rows at 274 MiB (74 bytes a row; the libraries' ~0.2 GiB besides; eight
-#: such batches one after the other, 100M rows under 1 GB, peaked at 1311 MiB). A budget of
-#: 1 GB takes 13.3M rows a batch. DuckDB holds its own limit within each batch.
+#: The memory one input row is taken to cost while polars evaluates its batch in memory: it
+#: sets a batch's rows (a budget of 1 GB takes 13.3M). Measured on two cores, the exact ranking
+#: and decision metrics: one 12.5M-row segment alone peaked at 1125 MiB, 1.25M rows at 274 MiB
+#: (74 bytes a row beyond the libraries' ~0.2 GiB); a run of batches at 85-90 bytes a row
+#: (eight 12.5M-row batches, 100M rows under 1 GB: 1311 MiB at the peak, 0.37 GB above the
+#: budget). DuckDB holds its own limit within each batch.
 ROW_BYTES = 75
 #: A batch of at most this many segments is selected by their values, a filter that reaches the
 #: parquet reader (which then skips other hive partitions); a larger one by a semi-join.
