@@ -31,14 +31,15 @@ class PolarsEngine(BaseEngine):
     Without a budget the canonical rows are read once and held: the checks run on all of
     them, the metrics on batches of whole segments of about :data:`HELD_BATCH_ROWS` rows
     (slices of the held rows), whose sorts run faster than one sort of tens of millions of
-    rows. With a ``memory_limit`` the segments go in batches of about the budget's rows
-    (engines/base.py, :data:`mleval_sql.engines.segments.ROW_BYTES` a row), each read into
-    memory when its turn comes (once for the checks, once for the metrics) and evaluated
-    there: every metric lives within a segment, so only one batch's rows and statistics are
-    held (a parquet lake partitioned by the segment columns is then read a few partitions at
-    a time). A segment larger than the budget alone runs on polars' streaming engine, whose
-    peak the budget does not bound: a warning says so. ``clustering``: the input is a
-    clustering table (sample, truth, cluster, weight), checked by cluster_summary.
+    rows. With a ``memory_limit``, an input the budget holds is held the same way; a larger
+    one goes in batches of segments of about the budget's rows (engines/base.py,
+    :data:`mleval_sql.engines.segments.ROW_BYTES` a row), each read into memory when its turn
+    comes (once for the checks, once for the metrics) and evaluated there: every metric lives
+    within a segment, so only one batch's rows and statistics are held (a parquet lake
+    partitioned by the segment columns is then read a few partitions at a time). A segment
+    larger than the budget alone runs on polars' streaming engine, whose peak the budget does
+    not bound: a warning says so. ``clustering``: the input is a clustering table (sample,
+    truth, cluster, weight), checked by cluster_summary.
     """
 
     name = "polars"
@@ -59,9 +60,10 @@ class PolarsEngine(BaseEngine):
 
     def summary(self) -> pl.DataFrame:
         if self.budget is not None:
-            if not self.by:  # one segment: its rows counted (parquet footers tell them)
-                self._counted(self.source.select(n=pl.len()))
-            return super().summary()
+            self._counted(self.source.group_by(self.by).agg(n=pl.len()) if self.by
+                          else self.source.select(n=pl.len()))  # a parquet footer tells it
+            if not self._fits(None):  # a batch of segments at a time; else held, read once
+                return super().summary()
         held = self._canonical(self.source).collect()
         self.batches = in_batches(held, HELD_BATCH_ROWS)
         # the rows in batch order: the batches' own memory (a sorted copy, where in_batches
@@ -90,7 +92,8 @@ class PolarsEngine(BaseEngine):
         self.batches = []
 
     def _segment_counts(self) -> pl.DataFrame:
-        return self._counted(self.source.group_by(self.by).agg(n=pl.len()))
+        assert self.counts is not None  # counted by summary()
+        return self.counts
 
     @contextmanager
     def _restricted(self, keys: pl.DataFrame | None,
