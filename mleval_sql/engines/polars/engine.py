@@ -53,7 +53,7 @@ class PolarsEngine(BaseEngine):
         self.canonical = canonical_columns(columns, weight, clustering=clustering)
         self.unit_weights = weight is None  # every weight is 1: plans may count in integers
         self.summary_plan = plans.cluster_summary if clustering else plans.validate_summary
-        self.held: pl.DataFrame | None = None  # without a budget: the canonical rows
+        self.held: pl.DataFrame | None = None  # the canonical rows, where they are held
         self.batches: list[pl.DataFrame] = []  # ... as batches of whole segments
         self.shared: dict[str, pl.LazyFrame] = {}  # the statistics of the whole input
         self.counts: pl.DataFrame | None = None  # under a budget: the rows of each segment
@@ -117,8 +117,8 @@ class PolarsEngine(BaseEngine):
         yield rows.collect(engine="streaming") if self._fits(keys) else rows
 
     def _fits(self, keys: pl.DataFrame | None) -> bool:
-        """The rows of the segments in ``keys`` (None: all of them) fit the budget, as far as
-        the segments' counts tell (without segment columns they are not counted)."""
+        """The rows of the segments in ``keys`` (None: all of them) fit the budget, as the
+        counts of summary() tell (False without a budget)."""
         if self.budget is None or self.counts is None:
             return False
         counts = self.counts if keys is None else self.counts.join(keys, on=self.by,
@@ -167,9 +167,8 @@ class PolarsEngine(BaseEngine):
     def _results(self, rows: pl.LazyFrame | pl.DataFrame, steps: list[str],
                  params: dict[str, object], *, numeric_truth: bool,
                  keep: Keep) -> dict[str, pl.DataFrame]:
-        """Build every step's plan, then collect the final steps' rows in one go (rows in
-        memory by the in-memory engine, a plan of a segment larger than the budget by the
-        streaming engine)."""
+        """Build every step's plan, then collect the final steps' rows in one go (the plan of a
+        segment larger than the budget on the streaming engine, which need not hold it)."""
         engine = "auto" if isinstance(rows, pl.DataFrame) else "streaming"
         truth = pl.col("truth") if numeric_truth else pl.col("truth").cast(pl.Boolean)
         relations = {**self.shared, "predictions": rows.lazy().with_columns(truth)}
