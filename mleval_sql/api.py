@@ -68,6 +68,12 @@ def engine_errors() -> tuple[type[BaseException], ...]:
     return (pl.exceptions.PolarsError, OSError, *([duckdb.Error] if duckdb else []))
 
 
+def _out_of_memory(error: BaseException) -> bool:
+    """``error`` is DuckDB's when its memory limit cannot hold what a statement needs."""
+    duckdb = sys.modules.get("duckdb")
+    return duckdb is not None and isinstance(error, duckdb.OutOfMemoryException)
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What a request gave: the task, its table (none for ``check``), the size of each
@@ -334,6 +340,9 @@ def _execute(request: Request, source: Any) -> Execution:
         found = src.unreadable(used) if isinstance(src, Parquet) else None
         if found is not None:
             raise found from error
+        if request.memory_limit is not None and _out_of_memory(error):
+            raise InputError(f"engine {name!r} ran out of memory under memory_limit="
+                             f"{request.memory_limit!r}: the request needs a larger one") from error
         raise
     finally:
         runner.close()

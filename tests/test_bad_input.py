@@ -236,6 +236,12 @@ def test_a_bad_memory_limit_is_named_in_our_words(engine: str, limit: object) ->
         me.check(make_data(), engine=engine, memory_limit=limit)
 
 
+def test_a_budget_too_small_for_duckdb_is_named_in_our_words() -> None:
+    with pytest.raises(me.InputError, match=r"^engine 'duckdb' ran out of memory under "
+                                            r"memory_limit='1MB': the request needs a larger"):
+        me.evaluate(make_data(), "roc_auc", engine="duckdb", memory_limit="1MB")
+
+
 @pytest.mark.parametrize("limit", ["200MB", "0.5 GiB", "1gb"])
 def test_memory_limits_with_units_are_taken(limit: str) -> None:
     assert me.check(make_data(), by="region", memory_limit=limit) == "multilabel"
