@@ -278,10 +278,12 @@ def execute(request: Request, source: Any) -> Execution:
 
 
 def _execute(request: Request, source: Any) -> Execution:
-    name, why = (request.engine, "named") if request.engine is not None else choose_engine(
-        source, connection=request.connection, memory_limit=request.memory_limit,
-        threads=request.threads, reproducible=request.reproducible)
-    LOG.debug("engine %s (%s)", name, why)
+    def chosen(without: tuple[str, ...] = ()) -> tuple[str, str]:
+        return choose_engine(source, connection=request.connection,
+                             memory_limit=request.memory_limit, threads=request.threads,
+                             reproducible=request.reproducible, without=without)
+
+    name, why = (request.engine, "named") if request.engine is not None else chosen()
     entry = ENGINES[name]
     if entry.reader is not None:  # e.g. a table of a database
         src: Any = entry.read(source, request.connection)
@@ -309,6 +311,14 @@ def _execute(request: Request, source: Any) -> Execution:
                and v not in (None, False)}
     runner = make_engine(name, src, cols, weight, by, clustering=clusters, **options)
     try:
+        large = runner.over_budget() if request.engine is None else None
+        if large is not None:  # the default engine would pass the budget: the next keeps it
+            runner.close()
+            name, _ = chosen(without=(name,))
+            why = f"the fastest that keeps to memory_limit={request.memory_limit!r}: {large}"
+            entry = ENGINES[name]
+            runner = make_engine(name, src, cols, weight, by, clustering=clusters, **options)
+        LOG.debug("engine %s (%s)", name, why)
         with stage(f"checks ({name})"):
             summary = runner.summary()
         if clusters:

@@ -157,8 +157,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "(only the slices significant at it are given)", _SLICES, statement=False,
            metavar="Q", default=0.05),
     Option("engine", "the engine that runs the request (default: the fastest that fits the "
-           "input and options: polars for files, lakes and frames; duckdb with threads or "
-           "a DuckDB relation or connection)", statement=False,
+           "input and options: polars for files, lakes and frames; duckdb with threads, for "
+           "a DuckDB relation or connection, or for a segment larger than memory_limit holds "
+           "in polars' memory)", statement=False,
            choices=ENGINES),  # the live table: an engine added to it is a choice
     Option("memory_limit", "the memory the engine may use, e.g. 1GB; larger inputs are "
            "evaluated a batch of segments at a time", statement=False, metavar="SIZE"),

@@ -117,6 +117,24 @@ def test_a_segment_larger_than_the_budget_is_named_in_a_warning(frame: pl.DataFr
     assert_frames_close(bounded, free)
 
 
+def test_a_budget_the_fastest_engine_would_pass_goes_to_one_that_keeps_it(
+        frame: pl.DataFrame, monkeypatch, caplog: pytest.LogCaptureFixture) -> None:
+    """With no engine named, a segment larger than polars holds in memory under the budget
+    sends the request to DuckDB (which keeps to it), with the reason in the log; no warning."""
+    free = me.evaluate(frame, ["roc_auc", "f1"], by="region")
+    counts = frame.group_by("region").len().sort("len", descending=True)
+    largest, second = counts.row(0, named=True), counts["len"][1]
+    monkeypatch.setattr("mleval_sql.engines.segments.ROW_BYTES", 10**9 // second)
+    with warnings.catch_warnings(), caplog.at_level(logging.DEBUG, logger="mleval_sql"):
+        warnings.simplefilter("error")
+        bounded = me.evaluate(frame, ["roc_auc", "f1"], by="region", memory_limit="1GB")
+    [line] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("engine")]
+    assert line == (f"engine duckdb (the fastest that keeps to memory_limit='1GB': segment "
+                    f"region={largest['region']!r} has {largest['len']:,} rows, more than "
+                    f"memory_limit holds in memory (about {second:,} rows))")
+    assert_frames_close(bounded, free)
+
+
 def test_the_same_values_whichever_engine_is_chosen(frame: pl.DataFrame) -> None:
     chosen = me.evaluate(frame, ["roc_auc", "average_precision", "f1"])
     for name in ("polars", "duckdb"):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -183,14 +183,18 @@ def local_engines() -> list[str]:
 
 def choose_engine(source: Any, *, connection: Any = None,
                   memory_limit: str | int | None = None, threads: int | None = None,
-                  reproducible: bool = False) -> tuple[EngineName, str]:
+                  reproducible: bool = False,
+                  without: Collection[str] = ()) -> tuple[EngineName, str]:
     """The engine a request runs on when it names none, and why: the engine whose own the
     input is (a DuckDB relation or connection, a Spark DataFrame, a table of a database);
     else, among the engines that read frames, files and lakes and give what the request asks
-    (``threads``, ``reproducible``, a ``memory_limit`` kept to), the fastest (``rank``).
+    (``threads``, ``reproducible``, a ``memory_limit`` kept to), the fastest (``rank``), but
+    those ``without`` (an engine found not to keep to the budget on this input).
 
     >>> choose_engine("lake/"), choose_engine("lake/", threads=1)[0]
     (('polars', 'the fastest for this input'), 'duckdb')
+    >>> choose_engine("lake/", memory_limit="1GB", without=["polars"])[0]
+    'duckdb'
     """
     for name, entry in ENGINES.items():
         if entry.claims is not None and imported(entry.claims)(source, connection):
@@ -200,11 +204,11 @@ def choose_engine(source: Any, *, connection: Any = None,
                                              ("reproducible", reproducible),
                                              ("connection", connection))
              if value not in (None, False)}
-    able = sorted((entry.rank, name) for name, entry in ENGINES.items()
-                  if entry.reader is None and entry.rank is not None
-                  and set(asked) - {"memory_limit"} <= set(entry.options))
-    fastest = min((entry.rank, name) for name, entry in ENGINES.items()
-                  if entry.reader is None and entry.rank is not None)[1]
+    local = [(entry.rank, name) for name, entry in ENGINES.items()
+             if entry.reader is None and entry.rank is not None and name not in without]
+    able = sorted((rank, name) for rank, name in local
+                  if set(asked) - {"memory_limit"} <= set(ENGINES[name].options))
+    fastest = min(local)[1]
     if not able or able[0][1] == fastest:
         return fastest, "the fastest for this input"
     needs = ", ".join(f"{k}={v!r}" for k, v in asked.items())

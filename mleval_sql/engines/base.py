@@ -97,6 +97,11 @@ class BaseEngine:
     def close(self) -> None:
         """Release what the engine holds (nothing by default)."""
 
+    def over_budget(self) -> str | None:
+        """What of the input the engine cannot evaluate within its memory budget, in words
+        (None: nothing; an engine that holds its own limit, as DuckDB does, says None)."""
+        return None
+
     # -- the same on every engine -----------------------------------------------------------
 
     def summary(self) -> pl.DataFrame:

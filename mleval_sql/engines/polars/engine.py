@@ -60,8 +60,10 @@ class PolarsEngine(BaseEngine):
 
     def summary(self) -> pl.DataFrame:
         if self.budget is not None:
-            self._counted(self.source.group_by(self.by).agg(n=pl.len()) if self.by
-                          else self.source.select(n=pl.len()))  # a parquet footer tells it
+            large = self.over_budget()
+            if large is not None:
+                warnings.warn(f"{large}: polars streams it, with a peak the limit does not "
+                              "bound (engine='duckdb' keeps to it)", stacklevel=2)
             if not self._fits(None):  # a batch of segments at a time; else held, read once
                 return super().summary()
         held = self._canonical(self.source).collect()
@@ -92,8 +94,26 @@ class PolarsEngine(BaseEngine):
         self.batches = []
 
     def _segment_counts(self) -> pl.DataFrame:
-        assert self.counts is not None  # counted by summary()
+        if self.counts is None:
+            self.counts = (self.source.group_by(self.by).agg(n=pl.len()) if self.by else
+                           self.source.select(n=pl.len())).collect(engine="streaming")
         return self.counts
+
+    def over_budget(self) -> str | None:
+        """The segments larger than the budget holds in memory, in words (None: none, or no
+        budget): polars would stream them, with a peak the limit does not bound."""
+        if self.budget is None:
+            return None
+        rows = self.budget // segments.ROW_BYTES
+        large = self._segment_counts().filter(pl.col("n") > rows).sort("n", descending=True)
+        if not large.height:
+            return None
+        first = large.row(0, named=True)
+        what = (f"segment {', '.join(f'{c}={first[c]!r}' for c in self.by)} has"
+                if self.by else "the input has")
+        more = f" (and {large.height - 1} more)" if large.height > 1 else ""
+        return (f"{what} {first['n']:,} rows{more}, more than memory_limit holds in memory "
+                f"(about {rows:,} rows)")
 
     @contextmanager
     def _restricted(self, keys: pl.DataFrame | None,
@@ -118,29 +138,13 @@ class PolarsEngine(BaseEngine):
 
     def _fits(self, keys: pl.DataFrame | None) -> bool:
         """The rows of the segments in ``keys`` (None: all of them) fit the budget, as the
-        counts of summary() tell (False without a budget)."""
-        if self.budget is None or self.counts is None:
+        rows per segment tell (False without a budget)."""
+        if self.budget is None:
             return False
-        counts = self.counts if keys is None else self.counts.join(keys, on=self.by,
-                                                                   nulls_equal=True)
+        counts = self._segment_counts()
+        if keys is not None:
+            counts = counts.join(keys, on=self.by, nulls_equal=True)
         return int(counts["n"].sum()) * segments.ROW_BYTES <= self.budget
-
-    def _counted(self, counts: pl.LazyFrame) -> pl.DataFrame:
-        """``counts`` (the rows ``n`` per segment) collected and kept, with a warning where a
-        segment is larger than the budget holds."""
-        assert self.budget is not None
-        self.counts = counts.collect(engine="streaming")
-        rows = self.budget // segments.ROW_BYTES
-        large = self.counts.filter(pl.col("n") > rows).sort("n", descending=True)
-        if large.height:
-            first = large.row(0, named=True)
-            what = (f"segment {', '.join(f'{c}={first[c]!r}' for c in self.by)} has"
-                    if self.by else "the input has")
-            more = f" (and {large.height - 1} more)" if large.height > 1 else ""
-            warnings.warn(f"{what} {first['n']:,} rows{more}, more than memory_limit holds in "
-                          f"memory (about {rows:,} rows): polars streams it, with a peak the "
-                          "limit does not bound (engine='duckdb' keeps to it)", stacklevel=5)
-        return self.counts
 
     def _summary(self, rows: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
         if isinstance(rows, pl.LazyFrame):  # a segment larger than the budget
