@@ -45,8 +45,9 @@ def summary_by_key(predictions: pl.LazyFrame, key: SampleKey | None, *,
         max_score=pl.col("score").max(),
         bad_weight=pl.lit(0, pl.UInt32) if unit_weights else (
             _weight.is_null() | (_weight < 0) | ~_weight.is_finite()).sum(),
-        **({} if key is None else {_SEGMENT: key.segment.first()}),
     )
+    if key is not None:  # the segment's code from its one value (not from every row's)
+        value_checks = value_checks.with_columns(key.segment.alias(_SEGMENT))
     # the examples from the rows with a bad value only (almost always none): building the
     # (sample, label) structs of every row to keep the smallest costs more than all the counts
     examples = predictions.filter(null_score | nan_score | bad_truth).group_by("segment").agg(
