@@ -199,7 +199,9 @@ def _curve_values(points: pl.LazyFrame, keys: list[str], max_fpr: float | None,
     # never a product of raw weight sums (P * N overflows at weights of 1e300): the trapezoids
     # in units of P and N scaled by powers of two near 1 / P and 1 / N (_scale), the other
     # terms from rates (tp / P, fp / N)
-    p_scale, n_scale = pl.col("p_scale"), pl.col("n_scale")
+    scaled = "p_scale" in points.collect_schema()  # else whole counts: scaling by 1 is exact
+    p_scale, n_scale = ((pl.col("p_scale"), pl.col("n_scale")) if scaled
+                        else (pl.lit(1.0), pl.lit(1.0)))
     tpr, tpr0 = tp / p, tp0 / p
     fpr, fpr0 = fp / n, fp0 / n
     terms: dict[str, pl.Expr] = {}
@@ -219,9 +221,10 @@ def _curve_values(points: pl.LazyFrame, keys: list[str], max_fpr: float | None,
         # that end by P, none past P, the share (P - n_before) / n_block in the block crossing P
         terms["break_even"] = pl.when((pos > 0) & (tp + fp > tp0 + fp0)).then(
             pos / p * ((p - (tp0 + fp0)) / ((tp + fp) - (tp0 + fp0))).clip(0.0, 1.0))
-    sums = (points.select(*keys, "tp", "fp", "p_scale", "n_scale", **terms)
+    scales = ["p_scale", "n_scale"] if scaled else []
+    sums = (points.select(*keys, "tp", "fp", *scales, **terms)
             .group_by(*keys).agg(tp.max().alias("p"), fp.max().alias("n"),
-                                 *(pl.col(c).first() for c in ("p_scale", "n_scale")),
+                                 *(pl.col(c).first() for c in scales),
                                  *(pl.col(t).sum() for t in terms)))
     big_p, big_n = p, n
     values: dict[str, pl.Expr] = {}
@@ -257,9 +260,9 @@ def ranking_metrics(predictions: pl.LazyFrame, *, bins: int | None, max_fpr: flo
     tp, fp, pos, neg = (pl.col(c) for c in ("tp", "fp", "pos", "neg"))
     metrics = [m for m in RANKING_METRICS if keep is None or m in keep[0]]
     points, labels = _run_points(predictions, bins=bins, unit_weights=True)
-    # whole counts: P * N cannot overflow, and scaling by 1 gives the bits any power of two does
-    values = _curve_values(points.with_columns(p_scale=pl.lit(1.0), n_scale=pl.lit(1.0)),
-                           ["run"], max_fpr, metrics, tp0=tp - pos, fp0=fp - neg)
+    # whole counts: P * N cannot overflow, so no scales (as scaling by 1, the bits any power of
+    # two gives)
+    values = _curve_values(points, ["run"], max_fpr, metrics, tp0=tp - pos, fp0=fp - neg)
     curves = (labels.join(values, on="run", how="left").drop("run")
               .with_columns(average=pl.lit(None, dtype=pl.String)))
     return _long(curves, metrics)
