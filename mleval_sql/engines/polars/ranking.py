@@ -194,7 +194,8 @@ def _curve_values(points: pl.LazyFrame, keys: list[str], max_fpr: float | None,
     each is a plain sum per curve of terms computed row by row. P and N are the largest tp
     and fp of the curve (its last point's); the rows' own ``p`` and ``n`` are read only by
     the terms that need them (a partial AUC, break_even), so a table without them serves the
-    rest."""
+    rest. Weighted points carry ``p_scale`` and ``n_scale`` (:func:`_with_scales`); whole
+    counts need none."""
     tp, fp, pos, neg, p, n = (pl.col(c) for c in ("tp", "fp", "pos", "neg", "p", "n"))
     # never a product of raw weight sums (P * N overflows at weights of 1e300): the trapezoids
     # in units of P and N scaled by powers of two near 1 / P and 1 / N (_scale), the other
