@@ -7,7 +7,12 @@ import numpy as np
 import polars as pl
 import pytest
 
-from mleval_sql.engines.polars.validate import sample_key, summary_by_key, validate_summary
+from mleval_sql.engines.polars.validate import (
+    _slices,
+    sample_key,
+    summary_by_key,
+    validate_summary,
+)
 
 
 def _rows(seed: int, *, label: str, segment: str, sample: str, truth: str,
@@ -55,6 +60,10 @@ def test_the_summary_by_one_integer_is_the_general_one(seed: int, label: str, se
     keyed = summary_by_key(rows.lazy(), key).collect().sort("segment")
     assert keyed.columns == general.columns
     assert keyed.equals(general)
+    # each segment's rows together (a null segment's too): value checks over slices
+    together = rows.sort(pl.col("segment").to_physical(), nulls_last=True)
+    assert _slices(together["segment"]) is not None and _slices(rows["segment"]) is None
+    assert summary_by_key(together, key).collect().sort("segment").equals(general)
     assert general["dup_rows"].sum() > 0 and general["uneven_weight"].sum() > 0
     assert general["null_sample"].sum() > 0
     assert general["bad_truth"].sum() > 0 or truth == "bool"
@@ -65,6 +74,16 @@ def test_unit_weights_change_nothing_where_every_weight_is_1() -> None:
     general = validate_summary(rows.lazy()).collect().sort("segment")
     keyed = summary_by_key(rows.lazy(), sample_key(rows), unit_weights=True).collect()
     assert keyed.sort("segment").equals(general)
+
+
+def test_many_segments_are_grouped_not_sliced() -> None:
+    """Beyond 64 segments a batch's value checks are one grouping, not a select a segment."""
+    rows = _rows(4, label="int", segment="int", sample="int", truth="int", weights=True)
+    many = rows.with_columns(pl.col("segment") * 100 + pl.col("sample") % 30).sort(
+        "segment", nulls_last=True)
+    assert _slices(many.head(200)["segment"]) is not None and _slices(many["segment"]) is None
+    assert summary_by_key(many, sample_key(many)).collect().sort("segment").equals(
+        validate_summary(many.lazy()).collect().sort("segment"))
 
 
 def test_no_key_where_labels_do_not_fit_one_word() -> None:

@@ -153,7 +153,7 @@ class PolarsEngine(BaseEngine):
             return as_text(self.summary_plan(rows.lazy()).collect())
         # rows in memory: their codes' ranges give one integer per (segment, sample)
         key = plans.validate.sample_key(rows)
-        return as_text(plans.validate.summary_by_key(rows.lazy(), key,
+        return as_text(plans.validate.summary_by_key(rows, key,
                                                      unit_weights=self.unit_weights).collect())
 
     def _canonical(self, frame: pl.LazyFrame) -> pl.LazyFrame:

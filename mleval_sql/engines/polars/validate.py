@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import accumulate
 
 import polars as pl
 
@@ -18,7 +19,7 @@ def validate_summary(predictions: pl.LazyFrame, *, unit_weights: bool = False) -
     return summary_by_key(predictions, None, unit_weights=unit_weights)
 
 
-def summary_by_key(predictions: pl.LazyFrame, key: SampleKey | None, *,
+def summary_by_key(predictions: pl.LazyFrame | pl.DataFrame, key: SampleKey | None, *,
                    unit_weights: bool = False) -> pl.LazyFrame:
     """:func:`validate_summary`, the samples' rows grouped by ``key`` where there is one.
 
@@ -28,24 +29,35 @@ def summary_by_key(predictions: pl.LazyFrame, key: SampleKey | None, *,
     own integer (or text's category code), which spares the SQL's join with a table of bits.
     ``key`` (:func:`sample_key`): one integer per (segment, sample), which makes the grouping by
     sample one pass on one integer. ``unit_weights``: every weight is 1 (no weight column).
+    Rows in memory (a DataFrame) whose segments lie together, as a batch of whole segments
+    does, have their value checks computed over each segment's slice (:func:`_slices`).
     """
+    rows = predictions if isinstance(predictions, pl.DataFrame) else None
+    sliced = None if rows is None else _slices(rows["segment"])
+    null_labels = rows is None or rows["label"].null_count() > 0
+    predictions = predictions.lazy()
     segment_labels = predictions.select("segment", "label").unique()
     null_score, nan_score = pl.col("score").is_null(), ~pl.col("score").is_finite()
     # a boolean truth is 0 or 1 where it is not null: nothing to cast or compare
     boolean = predictions.collect_schema()["truth"] == pl.Boolean
     bad_truth = pl.lit(False) if boolean else ~_truth.is_in([0.0, 1.0])
-    value_checks = predictions.group_by("segment").agg(
-        null_label=pl.col("label").null_count(),
-        null_score=null_score.sum(),
-        nan_score=nan_score.sum(),
-        null_truth=pl.col("truth").null_count(),
-        bad_truth=bad_truth.sum().cast(pl.UInt32),
-        nan_truth=pl.lit(0, pl.UInt32) if boolean else (~_truth.is_finite()).sum(),
-        min_score=pl.col("score").min(),
-        max_score=pl.col("score").max(),
-        bad_weight=pl.lit(0, pl.UInt32) if unit_weights else (
+    per_segment = {
+        "null_label": pl.col("label").null_count(),
+        "null_score": null_score.sum(),
+        "nan_score": nan_score.sum(),
+        "null_truth": pl.col("truth").null_count(),
+        "bad_truth": bad_truth.sum().cast(pl.UInt32),
+        "nan_truth": pl.lit(0, pl.UInt32) if boolean else (~_truth.is_finite()).sum(),
+        "min_score": pl.col("score").min(),
+        "max_score": pl.col("score").max(),
+        "bad_weight": pl.lit(0, pl.UInt32) if unit_weights else (
             _weight.is_null() | (_weight < 0) | ~_weight.is_finite()).sum(),
-    )
+    }
+    if sliced is None:
+        value_checks = predictions.group_by("segment").agg(**per_segment)
+    else:  # a select over each segment's rows: no grouping (5M rows: 0.005 s, not 0.03 s)
+        value_checks = pl.concat([predictions.slice(start, length).select(
+            pl.col("segment").first(), **per_segment) for start, length in sliced])
     if key is not None:  # the segment's code from its one value (not from every row's)
         value_checks = value_checks.with_columns(key.segment.alias(_SEGMENT))
     # the examples from the rows with a bad value only (almost always none): building the
@@ -61,24 +73,28 @@ def summary_by_key(predictions: pl.LazyFrame, key: SampleKey | None, *,
     labelled, bit = _label_bits(predictions, segment_labels)
     n_true = pl.col("truth").sum() if boolean else (_truth == 1).sum()
     if key is not None:
-        samples = _per_key(labelled, bit, n_true, key, unit_weights)
-        checks = _sample_checks(samples, _SEGMENT).join(value_checks, on=_SEGMENT)
+        samples = _per_key(labelled, bit, n_true, key, unit_weights,
+                           null_labels=null_labels)
+        # the segment's labels: the bits of its samples' labels
+        labels = pl.col("mask").bitwise_or().bitwise_count_ones().fill_null(0).cast(pl.UInt32)
+        checks = _sample_checks(samples, _SEGMENT, labels).join(value_checks, on=_SEGMENT)
         return checks.select("segment", pl.exclude("segment", _SEGMENT))
     n_labels = segment_labels.group_by("segment").agg(n_labels=pl.col("label").count())
     samples = _per_sample(labelled, bit, n_true).join(n_labels, on="segment", how="inner",
                                                       nulls_equal=True)
-    return _sample_checks(samples, "segment").join(value_checks, on="segment", how="inner",
-                                                   nulls_equal=True)
+    return _sample_checks(samples, "segment", pl.col("n_labels").first()).join(
+        value_checks, on="segment", how="inner", nulls_equal=True)
 
 
-def _sample_checks(samples: pl.LazyFrame, segment: str) -> pl.LazyFrame:
-    """The checks of the samples' rows per ``segment`` from a row per sample."""
+def _sample_checks(samples: pl.LazyFrame, segment: str, n_labels: pl.Expr) -> pl.LazyFrame:
+    """The checks of the samples' rows per ``segment`` from a row per sample; ``n_labels``:
+    the segment's labels, from its samples' rows."""
     sample = pl.col("sample")
     return samples.group_by(segment).agg(
         n_rows=pl.col("n_rows").sum(),
         n_samples=sample.count(),
         sample_weight=pl.col("weight").sum(),
-        n_labels=pl.col("n_labels").first(),
+        n_labels=n_labels,
         null_sample=pl.col("n_rows").filter(sample.is_null()).sum(),
         min_rows=pl.col("n_rows").min(),
         max_rows=pl.col("n_rows").max(),
@@ -87,7 +103,7 @@ def _sample_checks(samples: pl.LazyFrame, segment: str) -> pl.LazyFrame:
         max_true=pl.col("n_true").max(),
         uneven_weight=pl.col("uneven_weight").sum(),
         example_dup=sample.filter(pl.col("dup") > 0).min(),
-        example_short=sample.filter(pl.col("n_rows") < pl.col("n_labels")).min(),
+        example_short=sample.filter(pl.col("n_rows") < n_labels).min(),
         example_not_one_true=sample.filter(pl.col("n_true") != 1).min(),
         example_weight=sample.filter(pl.col("uneven_weight")).min(),
     )
@@ -96,10 +112,11 @@ def _sample_checks(samples: pl.LazyFrame, segment: str) -> pl.LazyFrame:
 def _per_sample(labelled: pl.LazyFrame, bit: pl.Expr, n_true: pl.Expr) -> pl.LazyFrame:
     """Rows, duplicate labels, true labels and weights per (segment, sample): by 64-bit words
     of label bits, then by sample."""
-    per_word = labelled.group_by("segment", "sample", (bit // 64).alias("word")).agg(
+    per_word = _with_bits(labelled, bit % 64).group_by(
+        "segment", "sample", (bit // 64).alias("word")).agg(
         n_rows=pl.len(),
         n_labelled=pl.col("label").count(),
-        n_distinct=_bits(bit % 64).bitwise_or().bitwise_count_ones(),
+        n_distinct=pl.col(_BIT).bitwise_or().bitwise_count_ones(),
         n_true=n_true,
         min_weight=_weight.min(),
         max_weight=_weight.max(),
@@ -114,15 +131,15 @@ def _per_sample(labelled: pl.LazyFrame, bit: pl.Expr, n_true: pl.Expr) -> pl.Laz
 
 
 def _per_key(labelled: pl.LazyFrame, bit: pl.Expr, n_true: pl.Expr, key: SampleKey,
-             unit_weights: bool) -> pl.LazyFrame:
+             unit_weights: bool, *, null_labels: bool = True) -> pl.LazyFrame:
     """:func:`_per_sample` by one integer, every label's bit in one word, with the segment's
-    code (``_SEGMENT``) for the segment, the sample decoded from the key where it is an
-    integer, and ``n_labels``: the labels of the segment, the bits of its samples' labels."""
+    code (``_SEGMENT``) for the segment and the sample decoded from the key where it is an
+    integer. ``null_labels``: the labels may have nulls (else every row has a label)."""
     code = pl.col(_KEY)
-    per_key = labelled.group_by(key.key.alias(_KEY)).agg(
+    per_key = _with_bits(labelled, bit - key.first_label).group_by(key.key.alias(_KEY)).agg(
         n_rows=pl.len(),
-        n_labelled=pl.col("label").count().cast(pl.Int64),
-        mask=_bits(bit - key.first_label).bitwise_or(),
+        n_labelled=(pl.col("label").count() if null_labels else pl.len()).cast(pl.Int64),
+        mask=pl.col(_BIT).bitwise_or(),
         n_true=n_true.cast(pl.UInt32),
         **({} if unit_weights else {"uneven_weight": _weight.min() != _weight.max(),
                                     "weight": _weight.min()}),
@@ -134,20 +151,45 @@ def _per_key(labelled: pl.LazyFrame, bit: pl.Expr, n_true: pl.Expr, key: SampleK
         at = code % key.slots
         per_key = per_key.with_columns(sample=pl.when(at < key.slots - 1).then(
             at + key.low).cast(key.sample))
-    labels = pl.col("mask").bitwise_or().over(_SEGMENT).bitwise_count_ones().fill_null(0)
-    return per_key.with_columns((code // key.slots).alias(_SEGMENT)).with_columns(
-        dup=pl.col("n_labelled") - pl.col("mask").bitwise_count_ones().fill_null(0),
-        n_labels=labels.cast(pl.UInt32))
+    return per_key.with_columns(
+        (code // key.slots).alias(_SEGMENT),
+        dup=pl.col("n_labelled") - pl.col("mask").bitwise_count_ones().fill_null(0))
 
 
-def _bits(bit: pl.Expr) -> pl.Expr:
-    """2 ** ``bit`` as a 64-bit word (``bit`` in [0, 64))."""
-    return pl.lit(2, pl.UInt64).pow(bit)
+def _slices(segment: pl.Series) -> list[tuple[int, int]] | None:
+    """The (start, length) of each segment's rows where they lie together, each segment in
+    one run of rows, and there are at most :data:`_SLICED` segments; else None.
+
+    >>> _slices(pl.Series([4, 4, 6, 6, 6]))
+    [(0, 2), (2, 3)]
+    >>> _slices(pl.Series([4, 6, 4])) is None
+    True
+    """
+    if segment.is_empty() or segment.dtype == pl.Struct:
+        return None
+    runs = segment.to_physical().rle()
+    if runs.len() > _SLICED or runs.struct.field("value").n_unique() < runs.len():
+        return None
+    lengths = runs.struct.field("len").to_list()
+    return list(zip(accumulate([0, *lengths[:-1]]), lengths, strict=True))
+
+
+#: The most segments of a batch whose value checks are selects over slices: beyond, one
+#: grouping costs less than a select each.
+_SLICED = 64
+
+
+def _with_bits(rows: pl.LazyFrame, bit: pl.Expr) -> pl.LazyFrame:
+    """``rows`` with 2 ** ``bit`` (in [0, 64)) as a 64-bit word in ``_BIT``: looked up in a
+    table before any grouping (5M rows: 0.007 s, against 0.015 s for the power, and a lookup
+    in each group costs far more)."""
+    return rows.with_columns(pl.lit(_BITS).gather(bit).alias(_BIT))
 
 
 #: Integer codes kept below this, so that a product of two stays within Int64.
 _CODES = 2**62
-_KEY, _SEGMENT = "__sample_key", "__segment_code"
+_KEY, _SEGMENT, _BIT = "__sample_key", "__segment_code", "__label_bit"
+_BITS = pl.Series("bits", [2**bit for bit in range(64)], dtype=pl.UInt64)  # 2 ** bit
 
 
 @dataclass(frozen=True)
