@@ -10,7 +10,10 @@ Every step runs in its own child process; the parent reports its wall time, CPU 
 system, less disturbed by other work on the machine) and peak RSS (from ``wait4``; the lakes
 are written by a child too, so that no step's peak holds the parent's) and checks
 that every engine's numbers equal scikit-learn's. With ``--repeat N`` it runs N rounds of every
-step and reports medians: on a shared machine one run's wall time moves by a third. Steps:
+step and reports medians: on a shared machine one run's wall time moves by a third. For each
+mleval step it also reports the stages in the child's process (``mleval_sql.progress.timings``):
+the request's time there, each stage's share of it, and the checks besides the reading of their
+input. Steps:
 
 - ``exact-<engine>``: ROC AUC and average precision per (segment, label), plus precision,
   recall, F1 at 0.5 per label and macro-averaged, in one request; ``exact-default`` names no
@@ -242,6 +245,24 @@ def run_step(step: str, lake: Path | str, memory_limit: str | None) -> dict:
         return _mllib(lake)
     if step.endswith("-spark"):
         _spark_session()  # the session the engine then finds active
+    import mleval_sql  # noqa: F401  (its import is not the request's time)
+    from mleval_sql.progress import timings
+
+    with timings() as seconds:
+        start = time.perf_counter()
+        numbers = _evaluated(step, lake, memory_limit)
+        seconds["request"] = time.perf_counter() - start
+    STAGES.update(seconds)
+    return numbers
+
+
+#: The stages of the mleval step run in this process, by mleval_sql.progress.timings, and the
+#: request's own time in process ("request": the call, after the imports).
+STAGES: dict[str, float] = {}
+
+
+def _evaluated(step: str, lake: Path | str, memory_limit: str | None) -> dict:
+    """The numbers of mleval step ``step``."""
     import mleval_sql as me
 
     kind, engine = step.split("-")
@@ -390,8 +411,8 @@ def measure(step: str, lake: Path | str, memory_limit: str | None, label: str = 
     if memory_limit:
         cmd += ["--memory-limit", memory_limit]
     run = in_child(step, cmd)
-    numbers = json.loads(run.pop("output"))
-    return {**run, "step": step + label, "numbers": numbers}
+    output = json.loads(run.pop("output"))
+    return {**run, "step": step + label, **output}
 
 
 def in_child(step: str, cmd: list[str]) -> dict:
@@ -415,7 +436,9 @@ def median_run(runs: list[dict]) -> dict:
     return {**runs[0], "numbers": [r["numbers"] for r in runs], "seconds":
             statistics.median(walls), "wall_range": (walls[0], walls[-1]),
             "cpu_seconds": statistics.median(r["cpu_seconds"] for r in runs),
-            "peak_rss_mib": max(r["peak_rss_mib"] for r in runs), "runs": len(runs)}
+            "peak_rss_mib": max(r["peak_rss_mib"] for r in runs), "runs": len(runs),
+            "stages": {k: statistics.median(r["stages"].get(k, 0.0) for r in runs)
+                       for k in runs[0]["stages"]}}
 
 
 def agreement(result: dict, oracle: dict) -> float:
@@ -448,6 +471,34 @@ def report(rows: list[dict], samples: int) -> str:
                      f"| {vs_scan} | {'-' if diff is None else f'{diff:.1e}'} |" +
                      (" {:.1f}-{:.1f} |".format(*r["wall_range"]) if repeated else ""))
     return "\n".join(lines)
+
+
+def stage_profile(rows: list[dict]) -> str:
+    """Each mleval step's stages in its process (medians): seconds and share of the request's
+    time there, the stages run within each in brackets, and the checks besides the reading of
+    their input (the share the checks' target is about)."""
+    lines = []
+    for r in rows:
+        stages = dict(r.get("stages") or {})
+        request = stages.pop("request", 0.0)
+        if not request:
+            continue
+        parts = []
+        for name, seconds in stages.items():
+            if " > " in name:
+                continue
+            inner = [f"{k[len(name) + 3:]} {v:.2f} s" for k, v in stages.items()
+                     if k.startswith(f"{name} > ")]
+            parts.append(f"{name} {seconds:.2f} s ({seconds / request:.0%})" +
+                         (f" [{', '.join(inner)}]" if inner else ""))
+        checks = sum(v for k, v in stages.items() if k.startswith("checks") and " > " not in k)
+        reading = sum(v for k, v in stages.items() if k.startswith("checks")
+                      and k.endswith(" > reading"))
+        if checks:
+            parts.append(f"checks besides reading {checks - reading:.2f} s "
+                         f"({(checks - reading) / request:.0%})")
+        lines.append(f"- {r['step']}: {request:.2f} s in process; " + "; ".join(parts))
+    return "\n".join(["stages in process (medians):", *lines] if lines else [])
 
 
 MAKERS = {"lake": make_lake, "cluster": make_cluster_lake, "segments": make_segments_table}
@@ -507,7 +558,8 @@ def main() -> None:
     os.environ["MLEVAL_SPARK_MASTER"] = args.spark_master
     if args.child:
         lake = args.lake if "://" in args.lake else Path(args.lake)
-        print(json.dumps(run_step(args.child, lake, args.memory_limit)))
+        numbers = run_step(args.child, lake, args.memory_limit)
+        print(json.dumps({"numbers": numbers, "stages": STAGES}))
         return
     if args.make:
         MAKERS[args.make](Path(args.lake), args.samples)
@@ -547,6 +599,9 @@ def main() -> None:
                                                 "delong", "pair", "bootstrap")):
                 r["max_rel_diff"] = max(agreement(n, oracle) for n in r["numbers"])
         print(report(rows, samples), "\n", flush=True)
+        profile = stage_profile(rows)
+        if profile:
+            print(profile, "\n", flush=True)
         summary.append({"samples": samples, "steps": {r["step"]: r["seconds"] for r in rows}})
     if len(summary) > 1:
         print("growth with rows (seconds per million rows):")

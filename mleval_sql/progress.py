@@ -1,6 +1,7 @@
 """Progress on a terminal: which stage runs (checks, statistics, metrics), for how long, and how
 far it is where the work is countable (segments), drawn by ``rich`` on stderr; nothing at all
-when stderr is not a terminal.
+when stderr is not a terminal. Each stage's time goes to the log (at debug level) and to any
+:func:`timings` open, as the lake benchmark reads them.
 
 >>> with stage("checks", total=2) as checks:  # silent here: doctest's stderr is no terminal
 ...     checks.advance()
@@ -8,7 +9,9 @@ when stderr is not a terminal.
 
 from __future__ import annotations
 
+import logging
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, TypeVar
@@ -60,12 +63,51 @@ def _display() -> Progress:
 
 
 _active: Progress | None = None  # one display at a time: nested stages add lines to it
+_timings: list[dict[str, float]] = []  # the open timings() blocks
+_open: list[str] = []  # the stages running, outermost first
+LOG = logging.getLogger("mleval_sql")
+
+
+@contextmanager
+def timings() -> Iterator[dict[str, float]]:
+    """The seconds of each stage that ends while the block runs, by its words after those of
+    the stages it runs within (a stage run more than once: the sum of its runs).
+
+    >>> with timings() as seconds:
+    ...     with stage("checks"):
+    ...         with stage("reading"):
+    ...             pass
+    >>> list(seconds)
+    ['checks > reading', 'checks']
+    """
+    seconds: dict[str, float] = {}
+    _timings.append(seconds)
+    try:
+        yield seconds
+    finally:
+        _timings.remove(seconds)
 
 
 @contextmanager
 def stage(what: str, total: int | None = None) -> Iterator[Stage]:
     """A line saying ``mleval: <what>`` with elapsed time (and ``done/total``) while the block
-    runs, cleared when it ends."""
+    runs, cleared when it ends; its time then logged (debug) and kept by :func:`timings`."""
+    _open.append(what)
+    path, start = " > ".join(_open), time.perf_counter()
+    try:
+        with _shown(what, total) as line:
+            yield line
+    finally:
+        seconds = time.perf_counter() - start
+        _open.pop()
+        LOG.debug("%s: %.3f s", path, seconds)
+        for kept in _timings:
+            kept[path] = kept.get(path, 0.0) + seconds
+
+
+@contextmanager
+def _shown(what: str, total: int | None) -> Iterator[Stage]:
+    """:func:`stage`'s line on a terminal (nothing elsewhere)."""
     global _active
     if not sys.stderr.isatty():
         yield Stage()

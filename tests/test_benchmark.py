@@ -38,6 +38,21 @@ def test_benchmark_steps_equal_scikit_learn(bench, lake: Path, oracle: dict, ste
     # exact: AUC, AP and P/R/F1 of 80 groups, plus 24 macro values; sweeps: the 0.5 rows
     assert len(shared) >= (424 if step.startswith("exact") else 264)
     assert bench.agreement(numbers, oracle) < 1e-9
+    engine = "duckdb" if step.endswith("duckdb") else "polars"
+    assert bench.STAGES["request"] > bench.STAGES[f"checks ({engine})"] > 0
+    assert (f"checks ({engine}) > reading" in bench.STAGES) == (engine == "polars")
+
+
+def test_the_stage_profile_shows_the_checks_besides_reading(bench):
+    rows = [{"step": "exact-polars", "stages": {
+        "checks (polars) > reading": 0.1, "checks (polars)": 0.3,
+        "metrics, by batch > statistics": 0.5, "metrics, by batch": 0.6, "request": 1.0}},
+        {"step": "sklearn", "stages": {}}]
+    text = bench.stage_profile(rows)
+    assert ("- exact-polars: 1.00 s in process; checks (polars) 0.30 s (30%) [reading 0.10 s]; "
+            "metrics, by batch 0.60 s (60%) [statistics 0.50 s]; "
+            "checks besides reading 0.20 s (20%)") in text
+    assert "sklearn" not in text
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import inspect
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from itertools import pairwise
+from itertools import accumulate, pairwise
 
 import polars as pl
 
@@ -66,7 +66,8 @@ class PolarsEngine(BaseEngine):
                               "bound (engine='duckdb' keeps to it)", stacklevel=2)
             if not self._fits(None):  # a batch of segments at a time; else held, read once
                 return super().summary()
-        held = self._canonical(self.source).collect()
+        with stage("reading"):
+            held = self._canonical(self.source).collect()
         self.batches = in_batches(held, HELD_BATCH_ROWS)
         # the rows in batch order: the batches' own memory (a sorted copy, where in_batches
         # had to sort), not the rows as read besides
@@ -134,7 +135,12 @@ class PolarsEngine(BaseEngine):
         elif keys is not None:
             rows = self._canonical(self.source.join(keys.lazy(), on=self.by, how="semi",
                                                     nulls_equal=True))
-        yield rows.collect(engine="streaming") if self._fits(keys) else rows
+        if not self._fits(keys):
+            yield rows
+            return
+        with stage("reading"):
+            rows = rows.collect(engine="streaming")
+        yield rows
 
     def _fits(self, keys: pl.DataFrame | None) -> bool:
         """The rows of the segments in ``keys`` (None: all of them) fit the budget, as the
@@ -223,15 +229,15 @@ def in_batches(rows: pl.DataFrame, size: int) -> list[pl.DataFrame]:
     """
     if rows.height <= size:
         return [rows]
-    segment = pl.col("segment")
-    changes = segment.ne_missing(segment.shift(1)).fill_null(True)
-    starts = rows.select(pl.arg_where(changes)).to_series()
-    if starts.len() != rows.select(segment.n_unique()).item():  # a segment in several runs
+    runs = rows["segment"].rle()  # one pass: the runs of one segment, in order
+    if runs.struct.field("value").n_unique() < runs.len():  # a segment in several runs
+        segment = pl.col("segment")
         order = segment.to_physical() if rows.schema["segment"] == pl.Categorical else segment
         rows = rows.sort(order, maintain_order=True, nulls_last=True)
-        starts = rows.select(pl.arg_where(changes)).to_series()
-    starts = starts.to_list()
-    batch = packed([end - start for start, end in pairwise([*starts, rows.height])], size)
+        runs = rows["segment"].rle()
+    lengths = runs.struct.field("len").to_list()
+    starts = list(accumulate([0, *lengths[:-1]]))
+    batch = packed(lengths, size)
     bounds = [start for start, this, last in zip(starts, batch, [-1, *batch], strict=False)
               if this != last]
     return [rows.slice(a, b - a) for a, b in pairwise([*bounds, rows.height])]
