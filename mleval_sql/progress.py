@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:  # rich is imported when there is a terminal to draw on
@@ -63,8 +64,9 @@ def _display() -> Progress:
 
 
 _active: Progress | None = None  # one display at a time: nested stages add lines to it
-_timings: list[dict[str, float]] = []  # the open timings() blocks
-_open: list[str] = []  # the stages running, outermost first
+# per thread (and task): the open timings() blocks, and the stages running, outermost first
+_timings: ContextVar[tuple[dict[str, float], ...]] = ContextVar("mleval_timings", default=())
+_open: ContextVar[tuple[str, ...]] = ContextVar("mleval_stages", default=())
 LOG = logging.getLogger("mleval_sql")
 
 
@@ -81,27 +83,27 @@ def timings() -> Iterator[dict[str, float]]:
     ['checks > reading', 'checks']
     """
     seconds: dict[str, float] = {}
-    _timings.append(seconds)
+    token = _timings.set((*_timings.get(), seconds))
     try:
         yield seconds
     finally:
-        _timings.remove(seconds)
+        _timings.reset(token)
 
 
 @contextmanager
 def stage(what: str, total: int | None = None) -> Iterator[Stage]:
     """A line saying ``mleval: <what>`` with elapsed time (and ``done/total``) while the block
     runs, cleared when it ends; its time then logged (debug) and kept by :func:`timings`."""
-    _open.append(what)
-    path, start = " > ".join(_open), time.perf_counter()
+    token = _open.set((*_open.get(), what))
+    path, start = " > ".join(_open.get()), time.perf_counter()
     try:
         with _shown(what, total) as line:
             yield line
     finally:
         seconds = time.perf_counter() - start
-        _open.pop()
+        _open.reset(token)
         LOG.debug("%s: %.3f s", path, seconds)
-        for kept in _timings:
+        for kept in _timings.get():
             kept[path] = kept.get(path, 0.0) + seconds
 
 

@@ -63,3 +63,24 @@ def test_duckdb_draws_no_bar_of_its_own(monkeypatch):
         assert setting == (False,)
     finally:
         engine.close()
+
+
+def test_stage_timings_name_each_stage_within_the_stages_around_it(engine):
+    """progress.timings() keeps each stage's seconds by its path (polars reads its rows within
+    the checks); the stages of a request in another thread are that thread's own."""
+    import threading
+
+    from mleval_sql.progress import timings
+
+    data = make_predictions("multilabel", seed=3, n_samples=40)
+    with timings() as seconds:
+        me.evaluate(data, ["f1", "roc_auc"], by="region", task="multilabel", engine=engine)
+    assert seconds[f"checks ({engine})"] > 0
+    assert (f"checks ({engine}) > reading" in seconds) == (engine == "polars")
+    assert seconds.get(f"checks ({engine}) > reading", 0) < seconds[f"checks ({engine})"]
+    with timings() as mine:
+        other = threading.Thread(target=me.check, args=(data,),
+                                 kwargs={"task": "multilabel", "engine": engine})
+        other.start()
+        other.join()
+    assert mine == {}
