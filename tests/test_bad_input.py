@@ -229,6 +229,28 @@ def test_check_alone_and_under_a_budget_says_the_same(engine: str, monkeypatch) 
 
 
 @pytest.mark.parametrize("engine", local_engines())
+def test_a_parquet_file_says_what_the_frame_says(engine: str, tmp_path) -> None:
+    """Each bad table written to parquet gets the line it gets in memory: the statistics of a
+    parquet file's float column leave NaN out of its range, and must not hide the example of
+    a NaN score from the checks."""
+    checked = 0
+    for i, case in enumerate(CASES):
+        source = case.breaker(make_data()) if case.breaker else None
+        if not set(case.kwargs) <= _INPUT_OPTIONS or not isinstance(source, pl.DataFrame):
+            continue
+        path = tmp_path / f"case-{i}.parquet"
+        source.write_parquet(path)
+        options = {"engine": engine, **case.kwargs}
+        with pytest.raises(me.InputError) as want:
+            me.evaluate(source, **options)
+        with pytest.raises(me.InputError) as got:
+            me.evaluate(str(path), **options)
+        assert str(got.value) == str(want.value), case.name
+        checked += 1
+    assert checked >= 15
+
+
+@pytest.mark.parametrize("engine", local_engines())
 @pytest.mark.parametrize("limit", ["1XB", "1000", "-1GB", "0GB", "big", -5, 1.5])
 def test_a_bad_memory_limit_is_named_in_our_words(engine: str, limit: object) -> None:
     with pytest.raises(me.InputError, match=r"^memory_limit must be a positive size with a "
