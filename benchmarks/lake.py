@@ -252,12 +252,13 @@ def run_step(step: str, lake: Path | str, memory_limit: str | None) -> dict:
         start = time.perf_counter()
         numbers = _evaluated(step, lake, memory_limit)
         seconds["request"] = time.perf_counter() - start
+    STAGES.clear()
     STAGES.update(seconds)
     return numbers
 
 
-#: The stages of the mleval step run in this process, by mleval_sql.progress.timings, and the
-#: request's own time in process ("request": the call, after the imports).
+#: The stages of the last mleval step run in this process, by mleval_sql.progress.timings, and
+#: the request's own time in process ("request": the call, after the imports).
 STAGES: dict[str, float] = {}
 
 
