@@ -8,9 +8,11 @@ import polars as pl
 import pytest
 
 from mleval_sql.engines.polars.validate import (
+    _in_blocks,
     _slices,
     sample_key,
     summary_by_key,
+    summary_of_rows,
     validate_summary,
 )
 
@@ -120,3 +122,129 @@ def test_the_checks_of_batches_of_segments_are_those_of_all_rows(segment: str,
     whole = summary(10**9)
     assert whole.height == 4 and whole["dup_rows"].sum() > 0
     assert summary(100).equals(whole)
+
+
+def _blocked(seed: int, *, sample: str, label: str, truth: str, width: int = 4,
+             one_true: bool = False) -> pl.DataFrame:
+    """A table as a long table is written: three segments in turn, each segment's samples
+    ascending, each sample's rows its segment's labels in one order (the last segment's
+    order its own, one label fewer), one weight a sample."""
+    rng = np.random.default_rng(seed)
+    parts = []
+    for segment in range(3):
+        labels = rng.permutation(width)[: width - (segment == 2)]
+        ids = np.cumsum(rng.integers(1, 4, rng.integers(3, 7))) * 7 + 3
+        n = len(labels) * len(ids)
+        trues = rng.integers(0, 2, n) if not one_true else np.concatenate(
+            [np.eye(len(labels), dtype=int)[rng.integers(0, len(labels))] for _ in ids])
+        parts.append(pl.DataFrame({
+            "sample": np.repeat(ids, len(labels)), "label": np.tile(labels, len(ids)),
+            "score": rng.random(n), "truth": trues,
+            "weight": np.repeat(rng.choice([0.5, 1.0, 2.0], len(ids)), len(labels)),
+            "segment": np.full(n, segment)}))
+    rows = pl.concat(parts)
+    if sample == "text":  # zero-padded: the text ascends with the number
+        rows = rows.with_columns(pl.format("x{}", pl.col("sample").cast(pl.String)
+                                           .str.zfill(4)).alias("sample"))
+    if sample == "category":  # new texts, descending: their codes ascend, their texts not
+        rows = rows.with_columns(pl.format("c{}-{}", "segment", 1000 - pl.col("sample"))
+                                 .cast(pl.Categorical).alias("sample"))
+    if label == "text":
+        rows = rows.with_columns(pl.format("l{}", "label").cast(pl.Categorical))
+    if truth == "bool":
+        rows = rows.with_columns(pl.col("truth").cast(pl.Boolean))
+    return rows
+
+
+def _at(rows: pl.DataFrame, index: int, **values: object) -> pl.DataFrame:
+    """``rows`` with row ``index``'s columns set to ``values``."""
+    return rows.with_columns(pl.when(pl.int_range(pl.len()) == index).then(pl.lit(value))
+                             .otherwise(pl.col(name)).alias(name)
+                             for name, value in values.items())
+
+
+def _after(sample: object) -> object:
+    """A sample id between ``sample`` and the next in :func:`_blocked` (7 or more above)."""
+    return sample + 1 if isinstance(sample, int) else f"{sample}a"
+
+
+def _swap(rows: pl.DataFrame, i: int, j: int) -> pl.DataFrame:
+    order = list(range(rows.height))
+    order[i], order[j] = order[j], order[i]
+    return rows[order]
+
+
+#: A change to a table in blocks (row 5: the second sample's second row) and whether the
+#: table is still in blocks after it.
+CHANGES = {
+    "none": (lambda rows: rows, True),
+    "a label missing": (lambda rows: rows.filter(pl.int_range(pl.len()) != 5), False),
+    "a label twice": (lambda rows: _at(rows, 5, label=rows["label"][4]), False),
+    "labels in another order": (lambda rows: _swap(rows, 5, 6), False),
+    "samples descending": (lambda rows: rows.reverse().sort("segment", maintain_order=True),
+                           False),
+    "a sample's rows apart": (lambda rows: _swap(rows, 5, 9), False),
+    "two samples one id": (lambda rows: rows.with_columns(  # the second's and the third's
+        pl.when(pl.int_range(pl.len()).is_between(8, 11)).then(pl.col("sample").get(4))
+        .otherwise(pl.col("sample")).alias("sample")), False),
+    "a sample's last row another sample": (lambda rows: _at(rows, 7, sample=_after(
+        rows["sample"][7])), False),
+    "a label twice in every sample": (lambda rows: rows.with_columns(
+        pl.when(pl.int_range(pl.len()).over("segment", "sample") == 1)
+        .then(pl.col("label").shift(1)).otherwise(pl.col("label")).alias("label")), False),
+    "a sample's weights uneven": (lambda rows: _at(rows, 5, weight=3.0), False),
+    "a NaN weight": (lambda rows: _at(rows, 5, weight=float("nan")), False),
+    "a null sample": (lambda rows: _at(rows, 5, sample=None), False),
+    "a null truth": (lambda rows: _at(rows, 5, truth=None), False),
+    "a NaN score": (lambda rows: _at(rows, 5, score=float("nan")), True),
+    "a null score": (lambda rows: _at(rows, 5, score=None), True),
+}
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+@pytest.mark.parametrize(("sample", "label", "truth", "one_true"), [
+    ("int", "int", "int", False), ("text", "text", "bool", False),
+    ("int", "text", "bool", True), ("category", "int", "int", True)])
+def test_the_checks_of_samples_in_blocks_are_the_grouping(change: str, sample: str, label: str,
+                                                          truth: str, one_true: bool) -> None:
+    """Rows in blocks of one sample each are checked without grouping by sample, and give the
+    grouping's summary; a change that breaks the blocks sends them to the grouping."""
+    make, in_blocks = CHANGES[change]
+    rows = make(_blocked(7, sample=sample, label=label, truth=truth, one_true=one_true))
+    if sample == "text" and change == "a null sample":
+        rows = rows.with_columns(pl.col("sample").cast(pl.String))
+    sliced = _slices(rows["segment"])
+    assert sliced is not None
+    assert (_in_blocks(rows, sliced, unit_weights=False) is not None) == in_blocks
+    general = validate_summary(rows.lazy()).collect().sort("segment")
+    assert summary_of_rows(rows).collect().sort("segment").equals(general)
+    if change == "none":  # the table has what the samples' checks report
+        assert general["n_labels"].to_list() == [4, 4, 3]
+        assert general["min_true"].min() == (1 if one_true else 0)
+        assert one_true == general["example_not_one_true"].is_null().all()
+
+
+@pytest.mark.parametrize("sample", ["int", "category"])
+def test_bad_truths_in_blocks_name_the_smallest_sample(sample: str) -> None:
+    """A multiclass table in blocks with samples of no and of two true labels: the summary
+    names the smallest, as the grouping does (a category's: by its text, not its code)."""
+    rows = _blocked(3, sample=sample, label="int", truth="int", one_true=True)
+    for index in (1, 9, 13):  # the first three samples of the first segment
+        rows = _at(rows, index, truth=1 - rows["truth"][index])
+    sliced = _slices(rows["segment"])
+    assert _in_blocks(rows, sliced, unit_weights=False) is not None
+    summary = summary_of_rows(rows).collect().sort("segment")
+    assert summary.equals(validate_summary(rows.lazy()).collect().sort("segment"))
+    bad = rows["sample"].gather([1, 9, 13])
+    assert summary["example_not_one_true"][0] == (bad.min() if sample == "int" else
+                                                  bad.cast(pl.String).min())
+    assert sample == "int" or bad.to_physical().is_sorted()  # the codes ascend, not the texts
+
+
+def test_one_row_a_sample_is_a_block_of_one() -> None:
+    """A binary table (one label, a row a sample) is in blocks of one; unit weights too."""
+    rows = _blocked(5, sample="int", label="int", truth="bool", width=1).filter(
+        pl.col("segment") < 2).drop("weight").with_columns(weight=pl.lit(1.0))
+    assert _in_blocks(rows, _slices(rows["segment"]), unit_weights=True) is not None
+    assert summary_of_rows(rows, unit_weights=True).collect().sort("segment").equals(
+        validate_summary(rows.lazy()).collect().sort("segment"))

@@ -157,10 +157,9 @@ class PolarsEngine(BaseEngine):
             return as_text(self.summary_plan(rows).collect(engine="streaming"))
         if self.summary_plan is not plans.validate_summary:
             return as_text(self.summary_plan(rows.lazy()).collect())
-        # rows in memory: their codes' ranges give one integer per (segment, sample)
-        key = plans.validate.sample_key(rows)
-        return as_text(plans.validate.summary_by_key(rows, key,
-                                                     unit_weights=self.unit_weights).collect())
+        # rows in memory: read in their own layout where they can be (validate.summary_of_rows)
+        return as_text(plans.validate.summary_of_rows(
+            rows, unit_weights=self.unit_weights).collect())
 
     def _canonical(self, frame: pl.LazyFrame) -> pl.LazyFrame:
         """The canonical columns, text keys (label, segment columns) as Categorical: the plans

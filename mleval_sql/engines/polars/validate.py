@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import accumulate
 
+import numpy as np
 import polars as pl
 
-__all__ = ["validate_summary"]  # the step; sample_key and summary_by_key: for the engine
+__all__ = ["validate_summary"]  # the step; summary_of_rows: for the engine
 
 _truth = pl.col("truth").cast(pl.Float64)
 _weight = pl.col("weight")
@@ -17,6 +18,17 @@ def validate_summary(predictions: pl.LazyFrame, *, unit_weights: bool = False) -
     """One row per segment with the counts and examples that ``schema.check_summary`` reads
     (:func:`summary_by_key` with no key)."""
     return summary_by_key(predictions, None, unit_weights=unit_weights)
+
+
+def summary_of_rows(rows: pl.DataFrame, *, unit_weights: bool = False) -> pl.LazyFrame:
+    """:func:`validate_summary` of rows in memory, the cheapest way their layout allows: where
+    each segment's rows lie in blocks of one sample each (:func:`_in_blocks`), as a long table
+    is written, the checks of the samples read the blocks; else the rows are grouped by one
+    integer per (segment, sample) where there is one (:func:`sample_key`), else by both."""
+    sliced = _slices(rows["segment"])
+    blocks = None if sliced is None else _in_blocks(rows, sliced, unit_weights=unit_weights)
+    key = None if blocks is not None else sample_key(rows)
+    return _summary(rows, key, sliced, blocks, unit_weights=unit_weights)
 
 
 def summary_by_key(predictions: pl.LazyFrame | pl.DataFrame, key: SampleKey | None, *,
@@ -32,8 +44,16 @@ def summary_by_key(predictions: pl.LazyFrame | pl.DataFrame, key: SampleKey | No
     Rows in memory (a DataFrame) whose segments lie together, as a batch of whole segments
     does, have their value checks computed over each segment's slice (:func:`_slices`).
     """
+    sliced = _slices(predictions["segment"]) if isinstance(predictions, pl.DataFrame) else None
+    return _summary(predictions, key, sliced, None, unit_weights=unit_weights)
+
+
+def _summary(predictions: pl.LazyFrame | pl.DataFrame, key: SampleKey | None,
+             sliced: list[tuple[int, int]] | None, blocks: pl.DataFrame | None, *,
+             unit_weights: bool) -> pl.LazyFrame:
+    """:func:`summary_by_key` with the rows' segments' slices (``sliced``) and, where found
+    already, the checks of their samples (``blocks``: :func:`_in_blocks`; ``key`` None)."""
     rows = predictions if isinstance(predictions, pl.DataFrame) else None
-    sliced = None if rows is None else _slices(rows["segment"])
     null_labels = rows is None or rows["label"].null_count() > 0
     predictions = predictions.lazy()
     segment_labels = predictions.select("segment", "label").unique()
@@ -82,8 +102,14 @@ def summary_by_key(predictions: pl.LazyFrame | pl.DataFrame, key: SampleKey | No
     n_labels = segment_labels.group_by("segment").agg(n_labels=pl.col("label").count())
     samples = _per_sample(labelled, bit, n_true).join(n_labels, on="segment", how="inner",
                                                       nulls_equal=True)
-    return _sample_checks(samples, "segment", pl.col("n_labels").first()).join(
+    checks = _sample_checks(samples, "segment", pl.col("n_labels").first()).join(
         value_checks, on="segment", how="inner", nulls_equal=True)
+    if blocks is None:
+        return checks
+    # the samples' checks found already: the grouping's table, in its columns and types
+    schema = checks.collect_schema()
+    return blocks.lazy().join(value_checks, on="segment", how="inner", nulls_equal=True).select(
+        pl.col(name).cast(dtype) for name, dtype in schema.items())
 
 
 def _sample_checks(samples: pl.LazyFrame, segment: str, n_labels: pl.Expr) -> pl.LazyFrame:
@@ -154,6 +180,93 @@ def _per_key(labelled: pl.LazyFrame, bit: pl.Expr, n_true: pl.Expr, key: SampleK
     return per_key.with_columns(
         (code // key.slots).alias(_SEGMENT),
         dup=pl.col("n_labelled") - pl.col("mask").bitwise_count_ones().fill_null(0))
+
+
+def _in_blocks(rows: pl.DataFrame, sliced: list[tuple[int, int]], *,
+               unit_weights: bool) -> pl.DataFrame | None:
+    """The checks of the samples' rows (:func:`_sample_checks`' columns and ``segment``) where
+    every segment's rows (``sliced``: :func:`_slices`) lie in blocks of one sample each, the
+    samples ascending, every block with the segment's labels in one order and one weight;
+    else None (the grouping finds what is wrong).
+
+    That is how a long table is written, a sample's rows one after the other, and checking it
+    takes a few passes over contiguous arrays instead of a hash grouping by sample.
+
+    >>> rows = pl.DataFrame({"segment": [0] * 4, "sample": [3, 3, 5, 5], "label": [0, 1] * 2,
+    ...                      "truth": [True, False, True, True]})
+    >>> _in_blocks(rows, [(0, 4)], unit_weights=True).select("n_labels", "min_true",
+    ...                                                      "max_true").row(0)
+    (2, 1, 2)
+    >>> _in_blocks(rows.reverse(), [(0, 4)], unit_weights=True) is None  # descending
+    True
+    """
+    physical = {name: rows[name].to_physical().dtype for name in ("sample", "label")}
+    if not (physical["sample"].is_integer() or physical["sample"] == pl.String) or not (
+            physical["label"].is_integer()) or any(
+            rows[name].null_count() for name in ("sample", "label", "truth")):
+        return None  # floats (NaN, -0.0) and nulls: the grouping's rules
+    found: dict[str, list[object]] = {name: [] for name in (
+        "n_rows", "n_samples", "n_labels", "min_true", "max_true", "sample_weight")}
+    segments, examples = [], []
+    for start, length in sliced:
+        part = rows.slice(start, length)
+        sample = part["sample"].to_physical()
+        width = _first_run(sample)
+        if length % width or not sample.is_sorted():
+            return None
+        shape = (length // width, width)
+        if sample.dtype.is_integer():  # the blocks' ends as views of one array
+            blocks = sample.to_numpy().reshape(shape)
+            first, last = blocks[:, 0], blocks[:, -1]
+        else:
+            first, last = sample.gather_every(width), sample.gather_every(width, width - 1)
+        # sorted, so a block's rows are one sample where its first and last rows are, and the
+        # samples differ where each block's first differs from the last before it
+        if not ((first == last).all() and (first[1:] != last[:-1]).all()):
+            return None
+        labels = part["label"].to_physical()
+        order = labels.head(width)
+        if order.n_unique() < width or not (
+                labels == pl.Series(np.tile(order.to_numpy(), shape[0]))).all():
+            return None
+        truth = part["truth"]
+        ones = truth if truth.dtype == pl.Boolean else truth.cast(pl.Float64) == 1
+        per_sample = ones.cast(pl.UInt8).reshape(shape).arr.sum()
+        if unit_weights:
+            weight = float(shape[0])
+        else:
+            weights = part["weight"].to_numpy().reshape(shape)
+            if not (weights == weights[:, :1]).all():  # NaN is unequal: the grouping's case
+                return None
+            weight = float(weights[:, 0].sum())
+        for name, value in zip(found, (length, shape[0], width, per_sample.min(),
+                                       per_sample.max(), weight), strict=True):
+            found[name].append(value)
+        segments.append(part["segment"].head(1))
+        # the smallest sample with other than one true label: the first such block's, where
+        # the blocks ascend by the samples' values (a category's by its code: sorted)
+        not_one = part["sample"].gather((per_sample != 1).arg_true() * width)
+        not_one = not_one if not_one.dtype == sample.dtype else not_one.sort()
+        examples.append(not_one.extend_constant(None, 1).head(1))
+    widths = pl.Series(found["n_labels"])
+    return pl.DataFrame({"segment": pl.concat(segments), **found, "null_sample": 0,
+                         "min_rows": widths, "max_rows": widths, "dup_rows": 0,
+                         "uneven_weight": 0, "example_dup": None, "example_short": None,
+                         "example_not_one_true": pl.concat(examples),
+                         "example_weight": None})
+
+
+def _first_run(values: pl.Series) -> int:
+    """The length of the run of ``values``' first value (a non-empty series)."""
+    size = 64
+    while True:
+        head = values.head(size)
+        changed = (head != head[0]).arg_true()
+        if changed.len():
+            return int(changed[0])
+        if size >= values.len():
+            return values.len()
+        size *= 16
 
 
 def _slices(segment: pl.Series) -> list[tuple[int, int]] | None:
