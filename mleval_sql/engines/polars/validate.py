@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import accumulate
 
-import numpy as np
 import polars as pl
 
 __all__ = ["validate_summary"]  # the step; summary_of_rows: for the engine
@@ -205,55 +204,60 @@ def _in_blocks(rows: pl.DataFrame, sliced: list[tuple[int, int]], *,
             physical["label"].is_integer()) or any(
             rows[name].null_count() for name in ("sample", "label", "truth")):
         return None  # floats (NaN, -0.0) and nulls: the grouping's rules
-    found: dict[str, list[object]] = {name: [] for name in (
-        "n_rows", "n_samples", "n_labels", "min_true", "max_true", "sample_weight")}
-    segments, examples = [], []
+    found = []
     for start, length in sliced:
-        part = rows.slice(start, length)
-        sample = part["sample"].to_physical()
-        width = _first_run(sample)
-        if length % width or not sample.is_sorted():
+        checks = _block_checks(rows.slice(start, length), unit_weights=unit_weights)
+        if checks is None:
             return None
-        shape = (length // width, width)
-        if sample.dtype.is_integer():  # the blocks' ends as views of one array
-            blocks = sample.to_numpy().reshape(shape)
-            first, last = blocks[:, 0], blocks[:, -1]
-        else:
-            first, last = sample.gather_every(width), sample.gather_every(width, width - 1)
-        # sorted, so a block's rows are one sample where its first and last rows are, and the
-        # samples differ where each block's first differs from the last before it
-        if not ((first == last).all() and (first[1:] != last[:-1]).all()):
+        found.append(checks)
+    return pl.concat(found, how="vertical_relaxed")
+
+
+def _block_checks(part: pl.DataFrame, *, unit_weights: bool) -> pl.DataFrame | None:
+    """:func:`_in_blocks` of one segment's rows (``part``): a row, or None."""
+    length = part.height
+    sample = part["sample"].to_physical()
+    width = _first_run(sample)
+    if length % width or not sample.is_sorted():
+        return None
+    shape = (length // width, width)
+    first, last = sample.gather_every(width), sample.gather_every(width, width - 1)
+    # sorted, so a block's rows are one sample where its first and last rows are, and the
+    # samples differ where each block's first differs from the last before it
+    if not ((first == last).all() and (first.slice(1) != last.slice(0, shape[0] - 1)).all()):
+        return None
+    # each block's labels those of the block before it: all of them the first block's
+    labels = part["label"]
+    if labels.head(width).n_unique() < width or not (
+            labels.slice(width) == labels.slice(0, length - width)).all():
+        return None
+    truth = part["truth"]
+    ones = truth if truth.dtype == pl.Boolean else truth.cast(pl.Float64) == 1
+    per_sample = ones.reshape(shape).arr.sum()  # a boolean's sum: its true values
+    fewest, most = per_sample.min(), per_sample.max()
+    if unit_weights:
+        weight = float(shape[0])
+    else:
+        weights = part["weight"]
+        per_block = weights.reshape(shape)
+        if weights.null_count() or (weights.dtype.is_float() and weights.is_nan().any()) or not (
+                per_block.arr.min() == per_block.arr.max()).all():  # nulls, NaN: the grouping
             return None
-        labels = part["label"].to_physical()
-        order = labels.head(width)
-        if order.n_unique() < width or not (
-                labels == pl.Series(np.tile(order.to_numpy(), shape[0]))).all():
-            return None
-        truth = part["truth"]
-        ones = truth if truth.dtype == pl.Boolean else truth.cast(pl.Float64) == 1
-        per_sample = ones.cast(pl.UInt8).reshape(shape).arr.sum()
-        if unit_weights:
-            weight = float(shape[0])
-        else:
-            weights = part["weight"].to_numpy().reshape(shape)
-            if not (weights == weights[:, :1]).all():  # NaN is unequal: the grouping's case
-                return None
-            weight = float(weights[:, 0].sum())
-        for name, value in zip(found, (length, shape[0], width, per_sample.min(),
-                                       per_sample.max(), weight), strict=True):
-            found[name].append(value)
-        segments.append(part["segment"].head(1))
-        # the smallest sample with other than one true label: the first such block's, where
-        # the blocks ascend by the samples' values (a category's by its code: sorted)
-        not_one = part["sample"].gather((per_sample != 1).arg_true() * width)
-        not_one = not_one if not_one.dtype == sample.dtype else not_one.sort()
-        examples.append(not_one.extend_constant(None, 1).head(1))
-    widths = pl.Series(found["n_labels"])
-    return pl.DataFrame({"segment": pl.concat(segments), **found, "null_sample": 0,
-                         "min_rows": widths, "max_rows": widths, "dup_rows": 0,
-                         "uneven_weight": 0, "example_dup": None, "example_short": None,
-                         "example_not_one_true": pl.concat(examples),
-                         "example_weight": None})
+        weight = float(weights.gather_every(width).sum())
+    # the smallest sample with other than one true label: the first such block's where the
+    # blocks ascend by the samples' values, else (a category's code) the least of them all
+    not_one = part["sample"].clear(1)
+    if not fewest == most == 1:
+        bad = per_sample != 1
+        not_one = part["sample"].gather(
+            [bad.arg_max() * width] if not_one.dtype == sample.dtype else
+            bad.arg_true() * width).sort().head(1)
+    return pl.DataFrame({
+        "segment": part["segment"].head(1), "n_rows": length, "n_samples": shape[0],
+        "sample_weight": weight, "n_labels": width, "null_sample": 0, "min_rows": width,
+        "max_rows": width, "dup_rows": 0, "min_true": fewest, "max_true": most,
+        "uneven_weight": 0, "example_dup": None, "example_short": None,
+        "example_not_one_true": not_one, "example_weight": None})
 
 
 def _first_run(values: pl.Series) -> int:
