@@ -23,7 +23,8 @@ def summary_of_rows(rows: pl.DataFrame, *, unit_weights: bool = False) -> pl.Laz
     """:func:`validate_summary` of rows in memory, the cheapest way their layout allows: where
     each segment's rows lie in blocks of one sample each (:func:`_in_blocks`), as a long table
     is written, the checks of the samples read the blocks; else the rows are grouped by one
-    integer per (segment, sample) where there is one (:func:`sample_key`), else by both."""
+    integer per (segment, sample) where there is one (:func:`sample_key`), else by the two
+    columns."""
     sliced = _slices(rows["segment"])
     blocks = None if sliced is None else _in_blocks(rows, sliced, unit_weights=unit_weights)
     key = None if blocks is not None else sample_key(rows)
