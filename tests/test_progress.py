@@ -78,9 +78,10 @@ def test_stage_timings_name_each_stage_within_the_stages_around_it(engine):
     assert seconds[f"checks ({engine})"] > 0
     assert (f"checks ({engine}) > reading" in seconds) == (engine == "polars")
     assert seconds.get(f"checks ({engine}) > reading", 0) < seconds[f"checks ({engine})"]
+    tasks = []
     with timings() as mine:
-        other = threading.Thread(target=me.check, args=(data,),
-                                 kwargs={"task": "multilabel", "engine": engine})
+        other = threading.Thread(target=lambda: tasks.append(me.check(
+            data, by="region", task="multilabel", engine=engine)))
         other.start()
         other.join()
-    assert mine == {}
+    assert tasks == ["multilabel"] and mine == {}
