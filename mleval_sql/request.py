@@ -187,7 +187,8 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            arity="switch", default=False, only_statement=True),
     Option("schema_from", "a parquet or CSV file with the table's columns (a sample of it): "
            "the statement then reads them as evaluate would (a weight column where the table "
-           "has one, no label column where it has none, the truth's type)", _STATEMENT,
+           "has one, no label column where it has none, the truth's type; its rows give the "
+           "task where none is named)", _STATEMENT,
            metavar="FILE", only_statement=True),
 )}
 
@@ -768,6 +769,25 @@ def _param_columns(plan: Plan, family: Family, metrics: Iterable[str],
     return columns
 
 
+def wide_column(rows: pl.DataFrame, *, short: bool = False) -> pl.Expr:
+    """The column of a wide table that each of the tidy ``rows`` fills: its metric for a value
+    per label or per segment (``f1``), metric and average for an average (``f1_macro``);
+    ``short``: the metric alone where ``rows`` have it with one average only (a report's
+    table of segments, which holds no per-label values).
+
+    >>> rows = pl.DataFrame({"metric": ["f1", "f1", "auc"], "average": [None, "macro", "macro"]})
+    >>> rows.select(wide_column(rows), short=wide_column(rows, short=True)).rows()
+    [('f1', 'f1'), ('f1_macro', 'f1_macro'), ('auc_macro', 'auc')]
+    """
+    averaged = pl.col("average").is_not_null()
+    if short:
+        pairs = rows.select("metric", "average").unique().group_by("metric").len()
+        averaged = averaged & pl.col("metric").is_in(
+            pairs.filter(pl.col("len") > 1)["metric"].implode())
+    return pl.when(averaged).then(pl.concat_str("metric", pl.lit("_"), "average")).otherwise(
+        pl.col("metric")).alias("column")
+
+
 def widen(rows: pl.DataFrame, by: Sequence[str], *, sweep: bool = False) -> pl.DataFrame:
     """The tidy rows of an evaluation as a table for reading: one row per segment and label
     (and threshold in a sweep, predicted class for a confusion matrix), one column per metric
@@ -783,8 +803,7 @@ def widen(rows: pl.DataFrame, by: Sequence[str], *, sweep: bool = False) -> pl.D
     """
     keys = [*by, "label", *(["threshold"] if sweep else []),
             *(["predicted"] if "predicted" in rows.columns else [])]
-    name = pl.when(pl.col("average").is_null()).then(pl.col("metric")).otherwise(
-        pl.concat_str("metric", pl.lit("_"), "average"))
+    name = wide_column(rows)
     values = rows.select(*keys, column=name, value=pl.col("value"))
     if OPERATING_THRESHOLD in rows.columns:  # where an operating point is reached
         reached = rows.filter(pl.col(OPERATING_THRESHOLD).is_not_null())

@@ -58,7 +58,9 @@ def sql(metrics: str | Sequence[str] | None = None, *, task: Task | None = None,
     ADBC or DB-API connection, or a SparkSession) or ``schema_from=`` (a parquet or CSV file
     with the same columns), the statement reads them as ``evaluate`` would: a weight column
     where the table has one named as ``columns`` says (default ``weight``), no label column
-    where it has none (a binary task), the truth's own type. Without either it cannot look:
+    where it has none (a binary task), the truth's own type; ``schema_from``'s rows, a sample
+    of the table's, also give the task where none is named or settled by the metrics, found
+    as ``evaluate`` finds it. Without either it cannot look:
     the task is the one named, else the one the metrics share, else binary where no label
     column is read (``columns={"label": None}``; a binary statement reads a label column only
     where ``columns`` names one); a weight column is read only where ``columns`` names one
@@ -104,6 +106,11 @@ def sql(metrics: str | Sequence[str] | None = None, *, task: Task | None = None,
             known.schema, request.column_map, request.by, request.settled_task(),
             mapped=set(request.columns)):
         request = replace(request, task="clustering")
+    if request.schema_from is not None and request.settled_task() is None:
+        # a sample of the table's rows: its task is the table's, found as evaluate finds it
+        from mleval_sql.api import check
+        request = replace(request, task=check(request.schema_from, by=list(request.by),
+                                              columns=dict(request.columns)))
     task = request.statement_task()
     if task == "clustering":
         if checks or curve:

@@ -142,6 +142,30 @@ def test_sql_speaks_the_language_of_evaluate(capsys, tmp_path):
         assert text[at:at + 80].count(" ") > 3, flag  # a flag followed by its help
 
 
+@pytest.mark.filterwarnings("ignore:task inferred", "ignore:f1 with average")
+@pytest.mark.parametrize("task", ["binary", "multiclass", "multilabel"])
+def test_a_statement_reads_a_sample_of_its_table_as_evaluate_reads_the_table(task, capsys,
+                                                                            tmp_path):
+    """--schema-from: the task found in the sample as evaluate finds it (none named), the
+    weight column read where the sample has one, a binary table read without a label."""
+    frame = make_predictions(task, seed=11, complete=True)
+    if task == "binary":
+        frame = frame.drop("label")
+    sample = tmp_path / "sample.parquet"
+    frame.write_parquet(sample)
+    code, statement, err = _cli(capsys, "sql", "--metric", "f1", "--by", "region",
+                                "--schema-from", sample)
+    assert code == 0, err
+    assert f"-- mleval_sql: f1 ({task}) from predictions" in statement
+    assert "-- Weights: column weight." in statement
+    con = duckdb.connect()
+    con.register("predictions", frame)
+    got = con.sql(statement).pl()
+    want = me.evaluate(frame, "f1", by="region")
+    assert got.columns == want.columns
+    assert_same_rows(got, want, ["region"])
+
+
 def test_a_subcommand_has_no_version_flag_of_its_own(capsys):
     """``--version`` was a Delta version on ``evaluate``; a table's version is ``--as-of``."""
     with pytest.raises(SystemExit) as done:

@@ -97,6 +97,20 @@ def test_wide_table_and_sizes(example):
     assert pl.read_csv(example.output / "wide.csv").height == wide.height
 
 
+def test_the_wide_table_holds_the_metrics_asked_named_as_evaluate_names_them():
+    """The PR curves' legends take average precision: the table of segments does not show it;
+    a metric with two averages gets evaluate's wide names (f1_macro)."""
+    from mleval_sql.reporting.run import wide_table
+
+    result = _run(_job(metrics=["f1", "roc_auc"], average=["macro", "micro"],
+                       curves={"kinds": ["pr"]}))
+    assert "average_precision" in result.metrics["metric"].to_list()
+    names = wide_table(result).columns
+    assert "average_precision" not in names
+    assert names[names.index("judged") + 1:] == ["f1_macro", "f1_micro", "roc_auc_macro",
+                                                 "roc_auc_micro"]
+
+
 def test_curve_tables_are_curves(example):
     points = pl.read_parquet(example.output / "curve_roc_pr.parquet")
     overall = points.filter(pl.col("segmentation") == "overall").drop(

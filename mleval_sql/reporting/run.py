@@ -42,7 +42,7 @@ from mleval_sql.reporting.job import (
     Segmentation,
     Source,
 )
-from mleval_sql.request import DRAWN
+from mleval_sql.request import DRAWN, wide_column
 from mleval_sql.schema import InputError
 from mleval_sql.sources import as_source
 
@@ -596,16 +596,11 @@ def summary_rows(result: Result) -> pl.DataFrame:
         labels = m["label"].drop_nulls().unique()
         if labels.len() == 1:
             whole = whole | pl.col("average").is_null()
-    m = m.filter(whole)
-    pairs = m.select("metric", "average").unique(maintain_order=True)
-    counts = pairs.group_by("metric").len()
-    many = set(counts.filter(pl.col("len") > 1)["metric"].to_list())
-    order = {name: i for i, name in enumerate(dict.fromkeys([*result.job.metrics, *METRICS]))}
+    # the metrics asked (not those the curves' legends take)
+    m = m.filter(whole, pl.col("metric").is_in(result.job.metrics))
+    order = {name: i for i, name in enumerate(result.job.metrics)}
     averages = {a: i for i, a in enumerate([None, *result.job.average])}
-    m = m.with_columns(column=pl.when(pl.col("metric").is_in(list(many)) &
-                                      pl.col("average").is_not_null())
-                       .then(pl.concat_str("metric", pl.lit("_"), "average"))
-                       .otherwise(pl.col("metric")),
+    m = m.with_columns(wide_column(m, short=True),
                        _order=pl.col("metric").replace_strict(order, return_dtype=pl.Int32),
                        _avg=pl.col("average").replace_strict(averages, default=99,
                                                              return_dtype=pl.Int32))
