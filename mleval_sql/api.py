@@ -12,7 +12,6 @@ on an engine, lay the rows out.
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -21,9 +20,18 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import polars as pl
 
 from mleval_sql import clustering, uncertainty
-from mleval_sql.engines import ENGINES, Engine, EngineName, Keep, choose_engine, make_engine
+from mleval_sql.engines import (
+    ENGINES,
+    Engine,
+    EngineName,
+    Keep,
+    choose_engine,
+    engine_errors,
+    errors_of,
+    make_engine,
+)
 from mleval_sql.engines.segments import with_progress
-from mleval_sql.errors import InputError, note_sklearn_default, spark_cause, spark_errors
+from mleval_sql.errors import InputError, note_sklearn_default
 from mleval_sql.params import DEFAULTS
 from mleval_sql.progress import stage
 from mleval_sql.registry import CURVES, DECISIONS
@@ -59,19 +67,6 @@ class SourceOptions(TypedDict, total=False):
     connection: Any
     storage_options: Mapping[str, str] | None
     as_of: int | str | datetime | None
-
-
-def engine_errors() -> tuple[type[BaseException], ...]:
-    """What the engines raise when they cannot read or run something (DuckDB's errors where
-    DuckDB is imported: a polars run does not import it)."""
-    duckdb = sys.modules.get("duckdb")
-    return (pl.exceptions.PolarsError, OSError, *([duckdb.Error] if duckdb else []))
-
-
-def _out_of_memory(error: BaseException) -> bool:
-    """``error`` is DuckDB's when its memory limit cannot hold what a statement needs."""
-    duckdb = sys.modules.get("duckdb")
-    return duckdb is not None and isinstance(error, duckdb.OutOfMemoryException)
 
 
 @dataclass(frozen=True)
@@ -270,11 +265,15 @@ class Execution:
 
 def execute(request: Request, source: Any) -> Execution:
     """Read ``source``, check it, and run the steps of ``request`` (and its bootstrap) on an
-    engine; an error of Spark's reaches the caller as ``InputError``, its cause in one line."""
+    engine; an error of an engine's library whose entry says so (``EngineErrors.input_error``:
+    Spark's) reaches the caller as ``InputError``, its cause in one line."""
     try:
         return _execute(request, source)
-    except spark_errors() as error:
-        raise InputError(f"Spark could not run the request: {spark_cause(error)}") from error
+    except engine_errors() as error:
+        said = errors_of(error)
+        if said is None or said.input_error is None:
+            raise
+        raise InputError(f"{said.input_error}: {said.cause_of(error)}") from error
 
 
 def _execute(request: Request, source: Any) -> Execution:
@@ -345,12 +344,14 @@ def _execute(request: Request, source: Any) -> Execution:
         _note_skipped_labels(results, plan)
         replicated = _replicated(runner, plan, params, by, numeric_truth=numeric,
                                  rows=int(summary["n_rows"].sum()))
-    except engine_errors() as error:
+    except (OSError, *engine_errors()) as error:
         # a corrupt page shows only when read, and the engines' errors may not name the file
         found = src.unreadable(used) if isinstance(src, Parquet) else None
         if found is not None:
             raise found from error
-        if request.memory_limit is not None and _out_of_memory(error):
+        said = errors_of(error)
+        if request.memory_limit is not None and said is not None \
+                and said.is_out_of_memory(error):
             raise InputError(f"engine {name!r} ran out of memory under memory_limit="
                              f"{request.memory_limit!r}: the request needs a larger one") from error
         raise
@@ -466,4 +467,4 @@ def _with_intervals(table: pl.DataFrame, plan: Plan, results: dict[str, pl.DataF
 
 
 __all__ = ["ComparisonOptions", "Execution", "Outcome", "SourceOptions", "check", "curve",
-           "engine_errors", "evaluate", "execute", "run"]
+           "evaluate", "execute", "run"]

@@ -36,11 +36,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
-import duckdb
 import polars as pl
 
 import mleval_sql as me
-from mleval_sql.engines import ENGINES
+from mleval_sql.engines import ENGINES, errors_of
 from mleval_sql.outputs import atomic_output, check_output
 from mleval_sql.params import CURVE_PARAMS, PARAMS, Param
 from mleval_sql.plot import CURVE_COLUMNS, INSTALL_HINT, PlotError, check_target, plot_curve
@@ -124,10 +123,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         except Exception as error:
             if received:  # an engine turned the signal into an error of its own
                 return _stopped(received[0])
-            if isinstance(error, (UsageError, me.InputError, PlotError, OSError,
-                                  pl.exceptions.PolarsError, duckdb.Error)):
-                # the engines' own complaints are about the input or the machine in practice
+            if isinstance(error, (UsageError, me.InputError, PlotError, OSError)):
                 return _error(str(error))
+            said = errors_of(error)
+            if said is not None:
+                # the engines' own complaints are about the input or the machine in practice
+                return _error(said.cause_of(error))
             raise
         finally:
             log.removeHandler(notes)

@@ -13,7 +13,7 @@ import pytest
 
 import mleval_sql as me
 from mleval_sql import clustering, params
-from mleval_sql.api import CurveKind
+from mleval_sql.api import ComparisonOptions, CurveKind, SourceOptions
 from mleval_sql.cli import build_parser, params_markdown
 from mleval_sql.params import CURVE_PARAMS, PARAMS, RESULT_COLUMNS
 from mleval_sql.registry import METRICS, STEPS
@@ -30,6 +30,17 @@ def test_evaluate_takes_every_parameter_with_its_default() -> None:
     for name in ("thresholds", "bins", "n_bins", "drop_intermediate"):
         declared = {**PARAMS, **CURVE_PARAMS}[name]
         assert inspect.signature(me.curve).parameters[name].default == declared.default
+
+
+def test_compare_takes_every_parameter_typed_as_evaluate_takes_it() -> None:
+    """``api.ComparisonOptions`` (the keywords of ``compare`` beyond its own and the source's)
+    lists the parameters of the table, each with the type of ``evaluate``'s keyword."""
+    types = {name: ref.__forward_arg__ for name, ref in ComparisonOptions.__annotations__.items()
+             if name not in SourceOptions.__annotations__}
+    assert set(types) == set(PARAMS)
+    signature = inspect.signature(me.evaluate).parameters
+    for name, annotation in types.items():
+        assert annotation == signature[name].annotation, name
 
 
 def test_curve_kinds_are_the_declared_ones() -> None:

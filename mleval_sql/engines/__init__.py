@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import os
 import re
+import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -65,6 +66,43 @@ class Engine(Protocol):
 
 
 @dataclass(frozen=True)
+class EngineErrors:
+    """What an engine's library raises when it cannot read or run a request, and how that is
+    said. ``types``: its error classes, as ``"module:Class"`` names, looked up only where that
+    module is imported already (a library not imported has raised nothing, and looking does
+    not import it); ``out_of_memory``: those among them that say a memory limit could not hold
+    the request; ``cause``: the error in one line (default: its message on one line);
+    ``input_error``: None where the error reaches an API caller as it was raised, else the
+    words an ``InputError`` says it in (``"<input_error>: <cause>"``, the error its
+    ``__cause__``). The command line prints the cause as its one error line either way."""
+
+    types: tuple[str, ...]
+    out_of_memory: tuple[str, ...] = ()
+    cause: Callable[[BaseException], str] | None = None
+    input_error: str | None = None
+
+    def raised(self, error: BaseException) -> bool:
+        """``error`` is one of this library's."""
+        return isinstance(error, _loaded(self.types))
+
+    def is_out_of_memory(self, error: BaseException) -> bool:
+        """``error`` says the engine's memory limit cannot hold what the request needs."""
+        return isinstance(error, _loaded(self.out_of_memory))
+
+    def cause_of(self, error: BaseException) -> str:
+        """``error`` in one line."""
+        text = self.cause(error) if self.cause is not None else str(error)
+        return " ".join(text.split()) or type(error).__name__
+
+
+def _loaded(names: Sequence[str]) -> tuple[type[BaseException], ...]:
+    """The classes ``names`` (``"module:Class"``) whose module is imported."""
+    modules = {name: sys.modules.get(name.partition(":")[0]) for name in names}
+    return tuple(getattr(module, name.partition(":")[2])
+                 for name, module in modules.items() if module is not None)
+
+
+@dataclass(frozen=True)
 class EngineEntry:
     """An engine: its ``name``, the ``factory`` that builds it (``factory(source, columns,
     weight, by, memory_limit=..., clustering=..., **options)``; a ``"module:Class"`` string is
@@ -74,7 +112,11 @@ class EngineEntry:
     None: the frames, files and lakes of :func:`mleval_sql.sources.as_source`, and then the
     engine runs every generic test body. ``offered``: a choice of the command line's
     ``--engine``. ``tasks``: the tasks it evaluates. ``memory_budget``: it takes
-    ``memory_limit`` (an engine without one leaves memory to the system it runs on)."""
+    ``memory_limit`` (an engine without one leaves memory to the system it runs on).
+    ``errors``: what its library raises (:class:`EngineErrors`, or a ``"module:name"`` string
+    naming one, read once that module is imported: an engine whose module was never imported
+    has raised nothing); None: the engine raises only what the others do (an error of another
+    library escapes the command line as a traceback)."""
 
     name: str
     factory: Callable[..., Engine] | str
@@ -85,6 +127,7 @@ class EngineEntry:
     memory_budget: bool = True
     claims: Callable[[Any, Any], bool] | str | None = None
     rank: int | None = None
+    errors: EngineErrors | str | None = None
 
     def check_task(self, task: str) -> None:
         """An ``InputError`` unless the engine evaluates ``task``."""
@@ -118,6 +161,14 @@ class EngineEntry:
         """What the engine reads for ``source`` (only for an engine with a ``reader``)."""
         assert self.reader is not None
         return imported(self.reader)(source, connection)
+
+    def library_errors(self) -> EngineErrors | None:
+        """``errors``, once what names it is imported (None before, or without ``errors``)."""
+        if not isinstance(self.errors, str):
+            return self.errors
+        module, _, name = self.errors.partition(":")
+        loaded = sys.modules.get(module)
+        return None if loaded is None else getattr(loaded, name)  # type: ignore[no-any-return]
 
 
 def _package(thing: Any) -> str:
@@ -155,9 +206,12 @@ def imported(thing: Callable[..., Any] | str) -> Callable[..., Any]:
 #: and runs there. Neither takes a memory budget.
 ENGINES: dict[str, EngineEntry] = {e.name: e for e in (
     EngineEntry("duckdb", "mleval_sql.engines.duckdb:DuckDBEngine",
-                ("connection", "threads", "reproducible"), claims=_duckdb_input, rank=1),
+                ("connection", "threads", "reproducible"), claims=_duckdb_input, rank=1,
+                errors=EngineErrors(("duckdb:Error",),
+                                    out_of_memory=("duckdb:OutOfMemoryException",))),
     # the fastest on the lake benchmark (docs/performance.md), with a budget too
-    EngineEntry("polars", "mleval_sql.engines.polars.engine:PolarsEngine", rank=0),
+    EngineEntry("polars", "mleval_sql.engines.polars.engine:PolarsEngine", rank=0,
+                errors=EngineErrors(("polars.exceptions:PolarsError",))),
     EngineEntry("sql", "mleval_sql.engines.sql:SQLEngine",
                 reader="mleval_sql.engines.sql:database_table", offered=False,
                 memory_budget=False,
@@ -165,7 +219,8 @@ ENGINES: dict[str, EngineEntry] = {e.name: e for e in (
     EngineEntry("spark", "mleval_sql.engines.spark:SparkEngine",
                 reader="mleval_sql.engines.spark:spark_source",
                 memory_budget=False,
-                claims=_spark_input),
+                claims=_spark_input,
+                errors="mleval_sql.engines.spark:ERRORS"),
 )}
 
 
@@ -173,6 +228,22 @@ ENGINES: dict[str, EngineEntry] = {e.name: e for e in (
 #: module of the connection's type (``"module:Class"``, imported when first met); others:
 #: :class:`mleval_sql.engines.sql.Database`.
 DATABASES: dict[str, str] = {"pyspark": "mleval_sql.engines.spark:SparkDatabase"}
+
+
+def engine_errors() -> tuple[type[BaseException], ...]:
+    """What the engines' libraries raise when they cannot read or run a request: the error
+    classes of every entry's ``errors``, of the libraries imported so far."""
+    return tuple(cls for errors in _library_errors() for cls in _loaded(errors.types))
+
+
+def errors_of(error: BaseException) -> EngineErrors | None:
+    """The ``errors`` of the engine whose library raised ``error`` (None: no engine's)."""
+    return next((errors for errors in _library_errors() if errors.raised(error)), None)
+
+
+def _library_errors() -> list[EngineErrors]:
+    return [errors for entry in ENGINES.values()
+            if (errors := entry.library_errors()) is not None]
 
 
 def local_engines() -> list[str]:

@@ -32,6 +32,8 @@ What differs for Spark is here and only here:
 - **A SparkSession given to engine="sql"** runs through :class:`SparkDatabase`: statements by
   ``spark.sql``, temporary tables as checkpointed views, and each CTE read more than once
   computed first.
+- **Errors** (:data:`ERRORS`): what Spark raises while evaluating (with either engine) reaches
+  the caller as ``InputError``, its cause in one line (:func:`spark_cause`).
 
 >>> me.evaluate(spark.read.parquet("lake"), ["roc_auc"], by="model",
 ...             engine="spark")  # doctest: +SKIP
@@ -54,6 +56,7 @@ import polars as pl
 from sqlglot import exp
 
 from mleval_sql import dialects
+from mleval_sql.engines import EngineErrors
 from mleval_sql.engines.sql import Database, DatabaseTable, SQLEngine, plain_numbers
 from mleval_sql.errors import InputError
 from mleval_sql.lakes import Lake
@@ -71,6 +74,21 @@ _HIVE_FOLDER = re.compile(r"[^=/]+=[^/]*")
 #: rows) and the per-group totals (to the curve's points). Spark cannot size a checkpoint, so
 #: without a hint it shuffles every row of the large side to join them.
 _BROADCAST = ("label_bits", "totals")
+
+
+def spark_cause(error: BaseException) -> str:
+    """A Spark error in one line: the JVM exception's own (e.g. ``java.lang.OutOfMemoryError:
+    Java heap space``) or Spark's message, without the stack trace or the SQL it quotes."""
+    java = getattr(error, "java_exception", None)
+    text = str(java.toString()) if java is not None else str(error)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else type(error).__name__
+
+
+#: What Spark raises when it cannot run a plan (its analysis and runtime errors, the JVM's
+#: through Py4J), said to an API caller as an ``InputError``.
+ERRORS = EngineErrors(("pyspark.errors:PySparkException", "py4j.protocol:Py4JError"),
+                      cause=spark_cause, input_error="Spark could not run the request")
 
 
 def session(connection: Any = None) -> Any:

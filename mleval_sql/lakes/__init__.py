@@ -12,51 +12,27 @@ True
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime
-from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import polars as pl
 
+from mleval_sql.lakes.base import AsOf, Lake
 from mleval_sql.lakes.stores import (
     Location,
+    StorageOptions,
     filesystem,
     is_remote,
     list_files,
     polars_options,
-    store_error,
 )
-from mleval_sql.schema import InputError, enums_as_strings
+from mleval_sql.schema import InputError
+
+__all__ = ["AsOf", "Lake", "StorageOptions", "arrow_type", "open_lake", "parquet_lake"]
 
 if TYPE_CHECKING:  # pyarrow (pyarrow.dataset imports pandas: half a second) where it is used
     import pyarrow as pa
     import pyarrow.dataset as pads
-
-AsOf = int | str | datetime
-StorageOptions = Mapping[str, str]
-
-
-@dataclass(frozen=True, eq=False)
-class Lake:
-    """Predictions fixed at one snapshot (a list of files, a table version), read by each
-    engine's own reader: ``scan`` makes polars' plan, ``dataset`` the Arrow dataset DuckDB scans.
-    """
-
-    name: str
-    scan: Callable[[], pl.LazyFrame]
-    dataset: Callable[[], pads.Dataset]
-
-    def schema(self) -> pl.Schema:
-        return self.polars().collect_schema()
-
-    def polars(self) -> pl.LazyFrame:
-        try:
-            return enums_as_strings(self.scan())
-        except (OSError, pl.exceptions.ComputeError) as error:
-            raise store_error(self.name, error) from None
-
 
 def open_lake(paths: Sequence[str | os.PathLike[str]], *,
               storage_options: StorageOptions | None = None,
@@ -91,7 +67,7 @@ def open_lake(paths: Sequence[str | os.PathLike[str]], *,
                 raise InputError(f"{text} is a {kind.capitalize()} table, which is read "
                                  "alone, not with other inputs")
     if as_of is not None:
-        raise InputError("as_of (--version) applies to Delta and Iceberg tables; "
+        raise InputError("as_of (--as-of) applies to Delta and Iceberg tables; "
                          f"{', '.join(texts)} is a parquet lake")
     if not any(remote):
         if storage_options:
@@ -158,9 +134,3 @@ def arrow_type(dtype: pl.DataType) -> pa.DataType:
     kind = pl.Series([], dtype=dtype).to_arrow().type
     return pa.string() if pa.types.is_large_string(kind) or pa.types.is_string_view(kind) \
         else kind
-
-
-def local_dir(text: str) -> Path | None:
-    """``text`` as a local folder, if it is one."""
-    path = Path(text)
-    return path if path.is_dir() else None

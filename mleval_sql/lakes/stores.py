@@ -21,6 +21,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from mleval_sql.files import not_data
@@ -30,6 +31,8 @@ Cloud = Literal["s3", "gcs", "azure"]
 SCHEMES: dict[str, Cloud] = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "az": "azure",
                              "azure": "azure", "abfs": "azure", "abfss": "azure", "adl": "azure"}
 GLOB = re.compile(r"[*?\[]")
+#: What the environment does not say about a store: object_store keys (see above) to values.
+StorageOptions = Mapping[str, str]
 
 if TYPE_CHECKING:  # pyarrow's filesystems are imported where a store is used
     import pyarrow.fs as pafs
@@ -116,6 +119,12 @@ def is_remote(text: str) -> bool:
     """Whether ``text`` names an object-store location."""
     scheme, sep, _ = text.partition("://")
     return bool(sep) and scheme.lower() in SCHEMES
+
+
+def local_dir(text: str) -> Path | None:
+    """``text`` as a local folder, if it is one."""
+    path = Path(text)
+    return path if path.is_dir() else None
 
 
 def _bare(cloud: Cloud, key: str) -> str:

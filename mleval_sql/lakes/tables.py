@@ -18,12 +18,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
 
-from mleval_sql.lakes import AsOf, Lake, StorageOptions, local_dir
+from mleval_sql.lakes.base import AsOf, Lake
 from mleval_sql.lakes.stores import (
     Location,
+    StorageOptions,
     arrow_options,
     filesystem,
     is_remote,
+    local_dir,
     polars_options,
     store_error,
 )

@@ -59,11 +59,11 @@ def report(job: str | os.PathLike[str] | Mapping[str, Any] | Job,
 
     >>> report("examples/report.toml", "report/").alerts  # doctest: +SKIP
     """
-    from mleval_sql.reporting.charts import _matplotlib
-    from mleval_sql.reporting.html import _jinja, render_html
+    from mleval_sql.reporting.charts import require_matplotlib
+    from mleval_sql.reporting.html import environment, render_html
     from mleval_sql.reporting.run import Progress, run, stages, wide_table
 
-    _matplotlib(), _jinja()  # a missing extra fails before any scan
+    require_matplotlib(), environment()  # a missing extra fails before any scan
     if not isinstance(job, Job):
         job = Job.from_dict(job) if isinstance(job, Mapping) else Job.load(job)
     output = check_folder(output, inputs=[p for s in job.sources for p in s.paths])

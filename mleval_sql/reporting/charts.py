@@ -30,7 +30,9 @@ COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e3
           "#7f7f7f", "#bcbd22", "#17becf")
 
 
-def _matplotlib() -> Any:
+def require_matplotlib() -> Any:
+    """matplotlib's ``Figure`` class, which every chart is drawn on; a ``JobError`` naming the
+    extra to install where matplotlib is missing (the report checks this before any scan)."""
     try:
         from matplotlib.figure import Figure
     except ImportError as error:
@@ -77,7 +79,7 @@ def _grid(rows: int, cols: int, *, width: float = PANEL[0],
     visit all of them): tick labels on the bottom row and the first column only."""
     left, right, bottom, top, gap = 0.95, 0.15, 0.45, 0.3, 0.18
     size = (left + right + cols * width, bottom + top + rows * height)
-    figure = _matplotlib()(figsize=size)
+    figure = require_matplotlib()(figsize=size)
     axes = figure.subplots(rows, cols, squeeze=False, gridspec_kw={
         "left": left / size[0], "right": 1 - right / size[0], "bottom": bottom / size[1],
         "top": 1 - top / size[1], "wspace": gap * cols / (cols * width),
@@ -223,7 +225,7 @@ def segment_dots(rows: pl.DataFrame, metric: str, models: Sequence[str],
     intervals = "ci_low" in rows.columns and "ci_high" in rows.columns
     if intervals:
         height += 0.1 * len(segments) * (len(models) > 1)
-    figure = _matplotlib()(figsize=(7.5, height), layout="constrained")
+    figure = require_matplotlib()(figsize=(7.5, height), layout="constrained")
     ax = figure.subplots()
     palette = colors(models)
     index = {s: len(segments) - 1 - i for i, s in enumerate(segments)}
@@ -270,7 +272,7 @@ def slice_dots(rows: Sequence[Mapping[str, Any]], metric: str, salt: str) -> str
     models = list(dict.fromkeys(str(r[MODEL]) for r in rows))
     palette = colors(models)
     n = len(rows)
-    figure = _matplotlib()(figsize=(7.5, 0.26 * n + 1.1), layout="constrained")
+    figure = require_matplotlib()(figsize=(7.5, 0.26 * n + 1.1), layout="constrained")
     ax = figure.subplots()
     ys = [n - 1 - i for i in range(n)]
     value = [math.nan if r["value"] is None else r["value"] for r in rows]
@@ -302,7 +304,7 @@ def confusion_heatmaps(matrices: dict[str, pl.DataFrame], labels: Sequence[str],
 
     n = len(labels)
     side = max(2.8, 0.45 * n + 1.2)
-    figure = _matplotlib()(figsize=(side * len(matrices), side), layout="constrained")
+    figure = require_matplotlib()(figsize=(side * len(matrices), side), layout="constrained")
     axes = figure.subplots(1, len(matrices), squeeze=False)[0]
     where = {label: i for i, label in enumerate(labels)}
     for ax, (model, frame) in zip(axes, matrices.items(), strict=True):

@@ -38,7 +38,10 @@ from mleval_sql.slicing import ROW_ERRORS
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
-def _jinja() -> Any:
+def environment() -> Any:
+    """The jinja2 environment of the report's templates, with its filters; a ``JobError``
+    naming the extra to install where jinja2 is missing (the report checks this before any
+    scan)."""
     try:
         import jinja2
     except ImportError as error:
@@ -220,7 +223,7 @@ def _level(job: Job) -> str | None:
 
 
 def render_html(result: Result, versions: Mapping[str, str]) -> str:
-    return _jinja().get_template("report.html.j2").render(**context(result, versions))
+    return environment().get_template("report.html.j2").render(**context(result, versions))
 
 
 def _baseline_text(result: Result) -> str | None:
