@@ -5,24 +5,16 @@
 -- 0.7 with n = 10, falls in the bin that starts there), capped at n - 1.
 -- Reads:  predictions(sample, label, score, truth, weight, segment)
 -- Params: $n_bins (a whole number >= 1)
+-- Uses:   macros/grid.sql
 -- Gives:  calibration_bins(segment, label, bin, lower, upper, weight, pos, score_sum)
 --   lower = bin / n, upper = (bin + 1) / n; weight: sum of weight; pos: weight of true rows;
 --   score_sum: sum of weight * score. Bins without rows are absent; bins whose rows all have
 --   weight 0 are present with weight 0.
-WITH gridded AS (
-    SELECT segment, label, truth, weight, score, CAST($n_bins AS DOUBLE) AS n,
-           floor(score * CAST($n_bins AS DOUBLE)) AS k
-    FROM predictions
-),
-binned AS (
+WITH binned AS (
     SELECT
-        segment, label, truth, weight, score, n,
-        least(CASE
-                  WHEN (k + 1) / n <= score THEN k + 1
-                  WHEN k / n > score THEN k - 1
-                  ELSE k
-              END, n - 1) AS bin
-    FROM gridded
+        segment, label, truth, weight, score, CAST($n_bins AS DOUBLE) AS n,
+        least(grid_index(score, CAST($n_bins AS DOUBLE)), CAST($n_bins AS DOUBLE) - 1) AS bin
+    FROM predictions
 )
 SELECT
     segment,

@@ -7,6 +7,7 @@
 --         sort costs more than all the per-label curves together); $unit_weights (every weight
 --         is 1: the fractional terms are summed exactly, in no particular order, as in
 --         ranking_metrics.sql, and the trapezoids are whole numbers scaled by powers of two)
+-- Uses:   macros/exact_sum.sql
 -- Gives:  segment, metric, average, label, value, support  (label_averages.sql adds the grid of
 --         labels and the macro, weighted and macro_std averages)
 --   Each curve is walked by threshold, descending from the origin (+inf); P and N are the
@@ -114,21 +115,15 @@ curve_values AS (
             WHEN max(p) = 0 OR max(n) = 0 THEN NULL
             WHEN max(max_fpr) IS NULL OR max(max_fpr) >= 1
                 THEN sum(area) / (2 * max(p_scaled) * max(n_scaled))
-            ELSE 0.5 * (1 + (CASE WHEN $unit_weights
-                                 THEN CAST(sum(CAST(partial_area AS DECIMAL(38, 24))) AS DOUBLE)
-                                 ELSE sum(partial_area) END
+            ELSE 0.5 * (1 + (exact_sum(partial_area, $unit_weights)
                              - max(max_fpr) * max(max_fpr) / 2)
                             / (max(max_fpr) - max(max_fpr) * max(max_fpr) / 2))
         END AS roc_auc,
         CASE WHEN max(p) > 0
-            THEN coalesce(CASE WHEN $unit_weights
-                              THEN CAST(sum(CAST(precision_step AS DECIMAL(38, 24))) AS DOUBLE)
-                              ELSE sum(precision_step) END, 0)
+            THEN exact_sum(precision_step, $unit_weights)
         END AS average_precision,
         CASE WHEN max(p) > 0
-            THEN coalesce(CASE WHEN $unit_weights
-                              THEN CAST(sum(CAST(break_even_step AS DECIMAL(38, 24))) AS DOUBLE)
-                              ELSE sum(break_even_step) END, 0)
+            THEN exact_sum(break_even_step, $unit_weights)
         END AS break_even
     FROM terms
     GROUP BY segment, average, label

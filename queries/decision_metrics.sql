@@ -1,6 +1,7 @@
 -- decision_metrics: decision metrics of each label and of the labels pooled, from confusion counts.
 -- Reads:  confusion_counts(segment, label, tp, fp, fn, tn)  (threshold_counts.sql or matrix_counts.sql)
 -- Params: $beta (of F-beta), $zero_division (the value of 0/0: 0, 1 or NULL)
+-- Uses:   macros/fbeta.sql
 -- Gives:  segment, metric, average, label, value, support  (label_averages.sql adds the grid of
 --         labels and the macro, weighted and macro_std averages)
 --   per label: average NULL, support the label's true weight (tp + fn).
@@ -8,17 +9,6 @@
 --   hamming_loss: the share of wrong label decisions (micro), one row with average NULL.
 WITH params AS (
     SELECT CAST($beta AS DOUBLE) AS beta, CAST($zero_division AS DOUBLE) AS zero_division
-),
-fbeta_shares AS (
-    -- F-beta = (1 + b²) tp / ((1 + b²) tp + b² fn + fp) = tp / (tp + fn_share fn + fp_share fp)
-    -- with fn_share = b² / (1 + b²), fp_share = 1 / (1 + b²), written so that b² neither
-    -- under- nor overflows (beta = 1e-200 gives precision, 1e200 recall, never NaN)
-    SELECT
-        CASE WHEN beta > 1 THEN 1 / (1 + (1 / beta) * (1 / beta))
-             ELSE beta * beta / (1 + beta * beta) END AS fn_share,
-        CASE WHEN beta > 1 THEN (1 / beta) * (1 / beta) / (1 + (1 / beta) * (1 / beta))
-             ELSE 1 / (1 + beta * beta) END AS fp_share
-    FROM params
 ),
 counts AS (
     SELECT *, tp + fp + fn + tn AS total
@@ -40,9 +30,7 @@ scores AS (
         CASE WHEN tp + fp = 0 THEN zero_division ELSE tp / (tp + fp) END AS precision,
         CASE WHEN tp + fn = 0 THEN zero_division ELSE tp / (tp + fn) END AS recall,
         CASE WHEN tp + fp + fn = 0 THEN zero_division ELSE 2 * tp / (2 * tp + fn + fp) END AS f1,
-        CASE WHEN tp + fp + fn = 0 THEN zero_division WHEN tp = 0 THEN 0.0
-             ELSE tp / (tp + fn_share * fn + fp_share * fp)
-        END AS fbeta,
+        fbeta_score(tp, fp, fn, beta, zero_division) AS fbeta,
         CASE WHEN tn + fp = 0 THEN zero_division ELSE tn / (tn + fp) END AS specificity,
         CASE WHEN tp + fp + fn = 0 THEN zero_division ELSE tp / (tp + fp + fn) END AS jaccard,
         -- from the counts as shares of the total, so that no product of counts under- or
@@ -52,7 +40,7 @@ scores AS (
                   / (sqrt((tp + fp) / total * ((tp + fn) / total))
                      * sqrt((tn + fp) / total * ((tn + fn) / total)))
         END AS mcc
-    FROM counts, params, fbeta_shares
+    FROM counts, params
 ),
 long AS (
     SELECT *

@@ -11,22 +11,12 @@
 --         block_placements(segment, label, threshold, pos, neg, p, n, v10, v01)  (of the curve
 --         of ranked_points.sql with the same $bins)
 -- Params: $bins (NULL: the exact curve; N: scores on the grid 0, 1/N, 2/N, ...)
+-- Uses:   macros/grid.sql
 -- Gives:  segment, label, sample, truth, weight, placement
-WITH gridded AS (
-    SELECT segment, label, sample, truth, weight, score, floor(score * $bins) AS k
-    FROM predictions
-),
-scored AS (
+WITH scored AS (
     -- the score as ranked_points.sql puts it on the curve
-    SELECT
-        segment, label, sample, truth, weight,
-        CASE
-            WHEN $bins IS NULL THEN score
-            WHEN (k + 1) / $bins <= score THEN (k + 1) / $bins
-            WHEN k / $bins > score THEN (k - 1) / $bins
-            ELSE k / $bins
-        END AS score
-    FROM gridded
+    SELECT segment, label, sample, truth, weight, on_grid(score, $bins) AS score
+    FROM predictions
 )
 SELECT
     r.segment,

@@ -16,26 +16,18 @@
 -- Reads:  predictions(sample, label, score, truth, weight, segment)
 -- Params: $bins (NULL: every distinct score, exact; N: each score first moved down to the grid
 --         0, 1/N, 2/N, ..., to the largest k/N <= score, exactly)
+-- Uses:   macros/grid.sql
 -- Gives:  curve_points(segment, label, threshold, tp, fp, fn, tn, pos, neg)
 --   pos and neg: the weight of true and false rows at the point's score (0 at the origin), so
 --   the previous point (the next higher threshold) is (tp - pos, fp - neg) and P = tp + fn.
-WITH gridded AS (
-    SELECT segment, label, truth, weight, score, floor(score * $bins) AS k
-    FROM predictions
-),
-scored AS (
+WITH scored AS (
     SELECT
         segment,
         label,
-        CASE
-            WHEN $bins IS NULL THEN score
-            WHEN (k + 1) / $bins <= score THEN (k + 1) / $bins
-            WHEN k / $bins > score THEN (k - 1) / $bins
-            ELSE k / $bins
-        END AS score,
+        on_grid(score, $bins) AS score,
         CASE WHEN truth THEN weight ELSE 0.0 END AS pos,
         CASE WHEN truth THEN 0.0 ELSE weight END AS neg
-    FROM gridded
+    FROM predictions
 ),
 ranked AS (
     SELECT

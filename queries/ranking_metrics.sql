@@ -9,6 +9,7 @@
 --         weight is 1: counts from ranks); $class_counts (a metric asked needs each score's true
 --         and false counts: average_precision, a partial AUC); $label_totals (a metric asked
 --         needs P and N on every row: break_even, a partial AUC)
+-- Uses:   macros/grid.sql, macros/exact_sum.sql
 -- Gives:  segment, metric, average, label, value, support  (label_averages.sql adds the grid of
 --         labels and the macro, weighted and macro_std averages)
 --   Each label's rows (and with $micro every label's rows of a segment, pooled: average
@@ -42,29 +43,16 @@
 --     R-precision. NULL when P = 0.
 --   support: P. The averages skip NULL labels (where scikit-learn returns nan, or raises).
 --   Every weight 1: the sums of fractional terms (precision, break-even and partial-area steps,
---   each at most 1) are DECIMAL(38, 24) sums: exact, so in no particular order (each term is
---   first rounded to 1e-24, far below a double's precision, and at most 1e14 of them fit), and
---   reruns give the same bits on any number of threads; every other sum is of whole numbers.
---   With weights, the running sums over tied rows already depend on the rows' order.
+--   each at most 1) are exact (exact_sum, macros/exact_sum.sql: in no particular order, the same
+--   bits on any number of threads); every other sum is of whole numbers.
 --   Binned mode ($bins): scores within a bin are tied, so
 --   |AUC_binned - AUC| <= sum over bins b of pos_b * neg_b / (2 P N).
 WITH params AS (
     SELECT CAST($max_fpr AS DOUBLE) AS max_fpr
 ),
-gridded AS (
-    SELECT segment, label, truth, weight, score, floor(score * $bins) AS k
-    FROM predictions
-),
 binned AS (
-    SELECT
-        segment, label, truth, weight,
-        CASE
-            WHEN $bins IS NULL THEN score
-            WHEN (k + 1) / $bins <= score THEN (k + 1) / $bins
-            WHEN k / $bins > score THEN (k - 1) / $bins
-            ELSE k / $bins
-        END AS score
-    FROM gridded
+    SELECT segment, label, truth, weight, on_grid(score, $bins) AS score
+    FROM predictions
 ),
 ranked AS (
     -- each label's rows sorted once by score, descending, for every window but the own
@@ -197,10 +185,7 @@ curve_values AS (
         CASE
             WHEN sum(pos) = 0 OR sum(neg) = 0 THEN NULL
             WHEN max(max_fpr) IS NOT NULL AND max(max_fpr) < 1
-                THEN 0.5 * (1 + (coalesce(CASE WHEN $unit_weights
-                                          THEN CAST(sum(CAST(partial_area AS DECIMAL(38, 24)))
-                                                    AS DOUBLE)
-                                          ELSE sum(partial_area) END, 0)
+                THEN 0.5 * (1 + (exact_sum(partial_area, $unit_weights)
                                  - max(max_fpr) * max(max_fpr) / 2)
                                 / (max(max_fpr) - max(max_fpr) * max(max_fpr) / 2))
             -- U = P (P + N) - P^2 / 2 - the true rows' (rows at or above + rows above) / 2
@@ -212,14 +197,10 @@ curve_values AS (
                     * (sum(neg) * power(2.0, -ceil(ln(sum(neg)) / ln(2.0)))))
         END AS roc_auc,
         CASE WHEN sum(pos) > 0 AND $class_counts
-            THEN coalesce(CASE WHEN $unit_weights
-                              THEN CAST(sum(CAST(precision_step AS DECIMAL(38, 24))) AS DOUBLE)
-                              ELSE sum(precision_step) END, 0) / sum(pos)
+            THEN exact_sum(precision_step, $unit_weights) / sum(pos)
         END AS average_precision,
         CASE WHEN sum(pos) > 0 AND $label_totals
-            THEN coalesce(CASE WHEN $unit_weights
-                              THEN CAST(sum(CAST(break_even_step AS DECIMAL(38, 24))) AS DOUBLE)
-                              ELSE sum(break_even_step) END, 0)
+            THEN exact_sum(break_even_step, $unit_weights)
         END AS break_even
     FROM terms
     GROUP BY segment, average, label

@@ -2,6 +2,7 @@
 -- (weighted by sample weight), as scikit-learn's average='samples' (multilabel).
 -- Reads:  sample_counts(segment, sample, weight, tp, fp, fn, top_true)  (sample_counts.sql)
 -- Params: $beta (of F-beta), $zero_division (the value of 0/0: 0, 1 or NULL)
+-- Uses:   macros/fbeta.sql
 -- Gives:  segment, metric, average, label, value, undefined_samples
 --   precision, recall, f1, fbeta, jaccard with average 'samples': the weighted mean of the
 --   per-sample values, skipping NULLs (0/0 with zero_division NULL). As in scikit-learn, the
@@ -15,17 +16,6 @@
 WITH params AS (
     SELECT CAST($beta AS DOUBLE) AS beta, CAST($zero_division AS DOUBLE) AS zero_division
 ),
-fbeta_shares AS (
-    -- F-beta = (1 + b²) tp / ((1 + b²) tp + b² fn + fp) = tp / (tp + fn_share fn + fp_share fp)
-    -- with fn_share = b² / (1 + b²), fp_share = 1 / (1 + b²), written so that b² neither
-    -- under- nor overflows (beta = 1e-200 gives precision, 1e200 recall, never NaN)
-    SELECT
-        CASE WHEN beta > 1 THEN 1 / (1 + (1 / beta) * (1 / beta))
-             ELSE beta * beta / (1 + beta * beta) END AS fn_share,
-        CASE WHEN beta > 1 THEN (1 / beta) * (1 / beta) / (1 + (1 / beta) * (1 / beta))
-             ELSE 1 / (1 + beta * beta) END AS fp_share
-    FROM params
-),
 counts AS (
     SELECT segment, weight, top_true, fp + fn = 0 AS exact,
            weight * tp AS tp, weight * fp AS fp, weight * fn AS fn
@@ -38,13 +28,11 @@ scores AS (
         CASE WHEN tp + fp = 0 THEN zero_division ELSE tp / (tp + fp) END AS precision,
         CASE WHEN tp + fn = 0 THEN zero_division ELSE tp / (tp + fn) END AS recall,
         CASE WHEN tp + fp + fn = 0 THEN zero_division ELSE 2 * tp / (2 * tp + fn + fp) END AS f1,
-        CASE WHEN tp + fp + fn = 0 THEN zero_division WHEN tp = 0 THEN 0.0
-             ELSE tp / (tp + fn_share * fn + fp_share * fp)
-        END AS fbeta,
+        fbeta_score(tp, fp, fn, beta, zero_division) AS fbeta,
         CASE WHEN tp + fp + fn = 0 THEN zero_division ELSE tp / (tp + fp + fn) END AS jaccard,
         CASE WHEN exact THEN 1.0 ELSE 0.0 END AS subset_accuracy,
         CASE WHEN top_true THEN 1.0 ELSE 0.0 END AS adjusted_accuracy
-    FROM counts, params, fbeta_shares
+    FROM counts, params
 ),
 long AS (
     SELECT *

@@ -8,23 +8,18 @@
 -- Reads:  predictions(sample, label, score, truth, weight, segment)
 -- Params: $thresholds (a list of numbers, DOUBLE[]; sorted and distinct), $bins (N when the
 --         thresholds are k/N, k = 0..N; NULL for any other list)
+-- Uses:   macros/grid.sql
 -- Gives:  threshold_buckets(segment, label, threshold, pos, neg)
-WITH gridded AS (
-    SELECT segment, label, truth, weight, score, floor(score * $bins) AS k
-    FROM predictions
-),
-placed AS (
+WITH placed AS (
     SELECT
         segment, label, truth, weight,
         -- how many thresholds lie at or below the score: its bucket's threshold is that one
         CASE
             WHEN $bins IS NULL THEN list_sum(list_transform(CAST($thresholds AS DOUBLE[]),
                                                           lambda t: CAST(t <= score AS INTEGER)))
-            WHEN (k + 1) / $bins <= score THEN least(k + 2, $bins + 1)
-            WHEN k / $bins > score THEN greatest(k, 0)
-            ELSE least(greatest(k + 1, 0), $bins + 1)
+            ELSE least(greatest(grid_index(score, $bins) + 1, 0), $bins + 1)
         END AS position
-    FROM gridded
+    FROM predictions
 ),
 counted AS (
     SELECT

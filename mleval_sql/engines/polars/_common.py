@@ -10,6 +10,23 @@ truth = pl.col("truth")
 weight = pl.col("weight")
 
 
+def grid_index(score: pl.Expr, bins: int) -> tuple[pl.Expr, pl.Expr]:
+    """(k, n): the largest whole k with k / n <= score on the grid 0, 1/bins, 2/bins, ..., and
+    n, ``bins`` as a column, to divide by (as queries/macros/grid.sql's grid_index): polars
+    divides by a literal through its reciprocal (6 / 10 -> 0.6000000000000001), a divisor
+    computed from the data keeps each k / n correctly rounded, as in SQL.
+
+    >>> k, n = grid_index(pl.col("score"), 10)
+    >>> pl.select(score=pl.Series([0.3, 0.7, 0.69, 1.0])).select(k)["score"].to_list()
+    [3.0, 7.0, 6.0, 10.0]
+    """
+    n = score * 0.0 + bins
+    k = (score * bins).floor()
+    return (pl.when((k + 1) / n <= score).then(k + 1)
+            .when(k / n > score).then(k - 1)
+            .otherwise(k)), n
+
+
 def group_by_few(frame: pl.LazyFrame, keys: Sequence[str], few: Sequence[str],
                  *aggs: pl.Expr, **named: pl.Expr) -> pl.LazyFrame:
     """``frame.group_by(*keys).agg(...)``, where the keys in ``few`` (segment, label: a handful of

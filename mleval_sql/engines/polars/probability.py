@@ -11,7 +11,7 @@ import sys
 
 import polars as pl
 
-from mleval_sql.engines.polars._common import truth, weight
+from mleval_sql.engines.polars._common import grid_index, truth, weight
 
 __all__ = [
     "calibration_bins",
@@ -73,13 +73,7 @@ def multiclass_probability_metrics(probability_sums: pl.LazyFrame) -> pl.LazyFra
 def calibration_bins(predictions: pl.LazyFrame, *, n_bins: int) -> pl.LazyFrame:
     """weight, pos and score_sum per (segment, label, bin) over n_bins equal-width bins."""
     score = pl.col("score")
-    # polars divides by a literal through its reciprocal (6 / 10 -> 0.6000000000000001); a
-    # divisor computed from the data keeps each k / n correctly rounded, as in SQL
-    n = score * 0.0 + n_bins
-    k = (score * n).floor()
-    k = (pl.when((k + 1) / n <= score).then(k + 1)
-         .when(k / n > score).then(k - 1)
-         .otherwise(k))
+    k, n = grid_index(score, n_bins)
     binned = predictions.with_columns(bin=pl.min_horizontal(k, n - 1), n=n)
     b = pl.col("bin")
     return binned.group_by(*_KEYS, "bin", "n").agg(

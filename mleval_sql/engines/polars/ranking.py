@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from mleval_sql.engines.polars._common import keys_as_text, nan_average, truth, weight
+from mleval_sql.engines.polars._common import grid_index, keys_as_text, nan_average, truth, weight
 from mleval_sql.params import curve_bins
 from mleval_sql.registry import RANKING, metrics_of
 
@@ -26,13 +26,8 @@ def _gridded(bins: int | None) -> pl.Expr:
     score = pl.col("score")
     if bins is None:
         return score
-    # polars divides by a literal through its reciprocal (6 / 10 -> 0.6000000000000001);
-    # a divisor computed from the data keeps each k / bins correctly rounded, as in SQL
-    n = score * 0.0 + bins
-    k = (score * bins).floor()
-    return (pl.when((k + 1) / n <= score).then((k + 1) / n)
-            .when(k / n > score).then((k - 1) / n)
-            .otherwise(k / n))
+    k, n = grid_index(score, bins)
+    return k / n
 
 
 def ranked_points(predictions: pl.LazyFrame, *, bins: int | None,

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from mleval_sql.engines.polars._common import group_by_few, keys_as_text, truth, weight
+from mleval_sql.engines.polars._common import grid_index, group_by_few, keys_as_text, truth, weight
 from mleval_sql.registry import OPERATING, metrics_of
 
 __all__ = ["listed_points", "operating_points", "sweep_counts", "threshold_buckets"]
@@ -32,11 +32,8 @@ def threshold_buckets(predictions: pl.LazyFrame, *, thresholds: Sequence[float],
         position = pl.lit(pl.Series(thresholds, dtype=pl.Float64)).search_sorted(
             score, side="right").cast(pl.Int64)
     else:
-        n = score * 0.0 + bins  # a divisor from the data: k / n correctly rounded, as in SQL
-        k = (score * bins).floor()
-        position = (pl.when((k + 1) / n <= score).then(k + 2)
-                    .when(k / n > score).then(k)
-                    .otherwise(k + 1)).clip(0, bins + 1).cast(pl.Int64)
+        k, _ = grid_index(score, bins)
+        position = (k + 1).clip(0, bins + 1).cast(pl.Int64)
     split = predictions.select(
         *_KEYS, position=position,
         pos=pl.when(truth).then(weight).otherwise(0.0),
