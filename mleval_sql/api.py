@@ -434,16 +434,13 @@ def _note_skipped_labels(results: dict[str, pl.DataFrame], plan: Plan) -> None:
 def _replicated(runner: Engine, plan: Plan, params: dict[str, object], by: list[str], *,
                 numeric_truth: bool, rows: int) -> pl.DataFrame | None:
     """The bootstrap's rows of ``plan``: one per kept row and replicate (the replicates run a
-    chunk at a time, the input once per replicate of the chunk)."""
+    chunk at a time, as the engine takes them)."""
     resampled = plan.resampled() if params["ci"] is not None else None
     if resampled is None:
         return None
     steps = ["sample_ids", "replicates", *resampled.steps()]
-    budget = (runner.budget // uncertainty.REPLICATED_ROW_BYTES if runner.budget
-              else uncertainty.CHUNK_ROWS)
     parts = []
-    for chunk in with_progress(uncertainty.chunks(int(params["resamples"]), rows=rows,
-                                                  budget_rows=budget), "bootstrap"):
+    for chunk in with_progress(runner.replicate_chunks(steps, params, rows=rows), "bootstrap"):
         results = runner.results(steps, {**params, "replicates": chunk},
                                  numeric_truth=numeric_truth, keep=resampled.rows())
         parts.append(tidy(resampled, results, by, replicated=True))

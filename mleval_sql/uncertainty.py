@@ -5,8 +5,10 @@ its variance from the placement values of the exact curve (``queries/delong.sql`
 value gets a Poisson bootstrap's percentile interval: each replicate weighs every sample by a
 Poisson(1) draw hashed from (sample id, replicate, seed) (``queries/replicates.sql``), so the
 replicates are one more key of the statistics tables and the interval is the same whatever the
-row order, the files or the engine. A value undefined in a replicate is counted, not dropped:
-with fewer than ``ci * resamples`` replicates defined the interval is null.
+row order, the files or the engine (polars sorts whole-count rows once for every replicate where
+the metrics read only running sums down the sorted rows: engines/polars/bootstrap.py, ``Ranked``).
+A value undefined in a replicate is counted, not dropped: with fewer than ``ci * resamples``
+replicates defined the interval is null.
 
 >>> chunks(10, rows=3, budget_rows=10)
 [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]

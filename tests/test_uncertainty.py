@@ -96,6 +96,103 @@ def test_bootstrap_intervals_are_the_oracles_percentiles(engine, task, metric, a
     assert joined["ci_low"].null_count() < joined.height  # intervals, not only nulls
 
 
+def test_the_draws_are_the_oracles():
+    """The draws of the rows ranked once (numpy) are those of the replicated plans' hash."""
+    from mleval_sql.engines.polars.bootstrap import draws as drawn
+    from mleval_sql.engines.polars.bootstrap import hash_starts
+
+    samples = pl.Series(range(3000))
+    for seed in (0, 9, 2**40 + 3):
+        starts = hash_starts(samples.len(), seed)
+        for replicate in (0, 1, 199, 4097):
+            want = draws(samples, replicate, seed)
+            assert drawn(starts, replicate).tolist() == [want[s] for s in range(3000)]
+
+
+def test_a_draw_steps_up_where_poissons_cdf_is_reached():
+    """Hashes on either side of each step of Poisson(1)'s CDF: u = (h + 1/2) / 2^32 at or above
+    CDF(k) draws more than k, below it k (the replicated plans' rule, u >= CDF)."""
+    from mleval_sql.engines.polars.bootstrap import draws as drawn
+
+    def unmixed(h: int) -> int:
+        inverse = pow(73244475, -1, M)
+        h ^= h >> 16
+        h = h * inverse % M
+        h ^= h >> 16
+        h = h * inverse % M
+        return h ^ (h >> 16)
+
+    cdf = stats.poisson.cdf(np.arange(12), 1)
+    hashes, want = [], []
+    for k, c in enumerate(cdf):
+        first = math.ceil(c * M - 0.5)  # the first h with (h + 1/2) / 2^32 >= CDF(k)
+        assert (first + 0.5) / M >= c > (first - 0.5) / M
+        hashes += [first - 1, first]
+        want += [k, k + 1]
+    assert [int(mix(np.array([unmixed(h)], dtype=np.uint64))[0]) for h in hashes] == hashes
+    starts = np.array([(unmixed(h) - 7 * 374761393) % M for h in hashes], dtype=np.uint32)
+    assert drawn(starts, 7).tolist() == want
+
+
+#: Requests whose bootstrap reads only decision counts and average precision per label
+RANKED = [
+    pytest.param("multilabel", ["f1", "precision", "recall", "accuracy", "average_precision",
+                                "roc_auc"],
+                 ["none", "macro", "weighted"], {"by": "region"}, id="multilabel"),
+    pytest.param("multilabel", ["fbeta", "average_precision"], ["none", "macro"],
+                 {"by": ["region", "model"], "threshold": 0.3, "beta": 2.0},
+                 id="two-segment-columns-threshold"),
+    pytest.param("binary", ["f1", "average_precision", "jaccard"], None, {"by": "region"},
+                 id="binary"),
+    pytest.param("binary", ["recall", "average_precision"], None, {}, id="no-segment"),
+    pytest.param("multilabel", ["roc_auc", "f1"], ["macro"], {"by": "region", "ci": 0.95},
+                 id="auc-macro"),
+]
+
+
+@pytest.mark.parametrize(("task", "metrics", "average", "options"), RANKED)
+@pytest.mark.parametrize("ties", [True, False], ids=["text-ids-ties", "int-ids-distinct"])
+def test_rows_ranked_once_for_every_replicate_give_the_replicated_rows_intervals(
+        task, metrics, average, options, ties):
+    """polars ranks whole-count rows once and runs each replicate's draws over them: the
+    intervals of the plans over the replicated rows (DuckDB's), and the oracle's; scores on a
+    grid of 11 (blocks of tied scores) or each its own."""
+    from mleval_sql.progress import timings
+
+    frame = make_predictions(task, seed=21, n_samples=70, weighted=False, int_ids=not ties)
+    if not ties:  # every score its own, in the same order as before where they differ
+        frame = frame.with_columns(score=pl.col("score") * 0.9
+                                   + pl.int_range(pl.len()).shuffle(seed=4) / (20 * pl.len()))
+        assert frame["score"].n_unique() == frame.height
+    if task == "binary":
+        frame = frame.drop("label")
+    common = {"task": task, "average": average, "ci": 0.9, "resamples": 25, "seed": 3,
+              **options}
+    level = common["ci"]
+    with timings() as seconds:
+        got = me.evaluate(frame, metrics, engine="polars", **common)
+    assert any("bootstrap: ranking" in s for s in seconds)  # the rows ranked once
+    want = me.evaluate(frame, metrics, engine="duckdb", **common)
+    assert got.select(pl.exclude("value", "ci_low", "ci_high")).equals(
+        want.select(pl.exclude("value", "ci_low", "ci_high")))
+    for c in ("value", "ci_low", "ci_high"):
+        assert all(close(a, b, rel=1e-12, abs_=1e-15) for a, b in zip(got[c], want[c],
+                                                                       strict=True)), c
+    assert got["ci_low"].null_count() < got.height
+    by = [options["by"]] if isinstance(options.get("by"), str) else options.get("by", [])
+    if len(by) == 1 and average is not None:  # the oracle's own replicates
+        oracle = oracle_intervals(frame.with_columns(weight=pl.lit(1.0)), task, "f1",
+                                  tuple(average), by, level=level, resamples=25, seed=3)
+        keys = [*by, "metric", "average", "label"]
+        oracle = oracle.drop("predicted").with_columns(pl.col(k).cast(got.schema[k])
+                                                       for k in keys)
+        mine = got.filter(metric="f1").join(oracle, on=keys, how="full", nulls_equal=True)
+        assert mine.height == oracle.height
+        for row in mine.iter_rows(named=True):
+            for c in ("ci_low", "ci_high"):
+                assert close(row[c], row[f"{c}_right"], rel=1e-9, abs_=1e-12), (c, row)
+
+
 def test_intervals_do_not_move_with_engine_order_or_files(tmp_path):
     frame = make_predictions("multilabel", seed=3, n_samples=60)
     metrics = ["f1", "average_precision", "hamming_loss"]

@@ -62,6 +62,9 @@ class Engine(Protocol):
                 numeric_truth: bool = False,
                 keep: Keep | None = None) -> dict[str, pl.DataFrame]: ...
 
+    def replicate_chunks(self, steps: Sequence[str], params: dict[str, object], *,
+                         rows: int) -> list[list[int]]: ...
+
     def close(self) -> None: ...
 
 

@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeVar
 
 import polars as pl
 
+from mleval_sql import uncertainty
 from mleval_sql.engines import Keep, memory_bytes, segments
 from mleval_sql.engines.segments import batches, merge_batches, with_progress
 from mleval_sql.registry import STEPS
@@ -101,6 +102,17 @@ class BaseEngine:
         """What of the input the engine cannot evaluate within its memory budget, in words
         (None: nothing; an engine that holds its own limit, as DuckDB does, says None)."""
         return None
+
+    def replicate_chunks(self, steps: Sequence[str], params: dict[str, object], *,
+                         rows: int) -> list[list[int]]:
+        """The bootstrap's replicates (0 .. resamples - 1) in the runs :meth:`results` takes
+        at once: each run of ``steps`` reads the input's ``rows`` once per replicate, so as
+        many as the budget holds (:data:`mleval_sql.uncertainty.CHUNK_ROWS` rows without
+        one)."""
+        budget = (self.budget // uncertainty.REPLICATED_ROW_BYTES if self.budget
+                  else uncertainty.CHUNK_ROWS)
+        return uncertainty.chunks(int(params["resamples"]), rows=rows,  # type: ignore[call-overload]
+                                  budget_rows=budget)
 
     # -- the same on every engine -----------------------------------------------------------
 

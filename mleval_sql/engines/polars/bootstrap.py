@@ -1,11 +1,20 @@
 """The Poisson bootstrap's replicates as polars plans (mirror of queries/sample_ids.sql and
-queries/replicates.sql): the same integer hash, so the same draws, on every engine."""
+queries/replicates.sql): the same integer hash, so the same draws, on every engine; and, for
+whole-count rows whose metrics read running sums down each label's sorted rows, the rows
+ranked once for every replicate (:class:`Ranked`), each replicate a running sum of its draws."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import polars as pl
+
+if TYPE_CHECKING:  # numpy only where a bootstrap runs: a polars request does not import it
+    import numpy as np
 
 __all__ = ["replicates", "sample_ids"]
 
@@ -45,3 +54,163 @@ def replicates(predictions: pl.LazyFrame, sample_ids: pl.LazyFrame, *,
     return crossed.select(
         "sample", "label", "score", "truth", pl.col("weight") * draw,
         segment=pl.struct(pl.col("segment"), pl.col("replicate")))
+
+
+# -- one sort for every replicate ---------------------------------------------------------------
+#
+# Decision counts at a threshold and average precision read running sums down each label's
+# rows sorted by score, and a replicate changes the weights, not the order: the rows are sorted
+# once, and each replicate is a running sum of its draws over them (numpy's, a quarter of the
+# time of polars' cum_sum). Over whole counts (every weight 1 before the draw) the sums are
+# integers, exact in any order, so the counts equal those of the plans over the replicated rows.
+
+#: The smallest hash with draw > k for k = 0, 1, ...: u = (h + 1/2) / 2^32 reaches Poisson(1)'s
+#: CDF at k exactly when h >= ceil(CDF(k) * 2^32 - 1/2) (a float times 2^32 is exact).
+_DRAW_STEPS = tuple(math.ceil(Fraction(c) * _2_32 - Fraction(1, 2)) for c in _POISSON_CDF)
+
+
+def hash_starts(ids: int, seed: int) -> np.ndarray:
+    """What the hash of each sample id (0 .. ids - 1) starts from, before the replicate's
+    share is added (modulo 2^32): :func:`draws` reads it for every replicate."""
+    import numpy as np
+
+    start = (np.arange(ids, dtype=np.uint64) % np.uint64(_2_32) * np.uint64(668265261)
+             + np.uint64(seed % _2_32 * 2654435))
+    return (start % np.uint64(_2_32)).astype(np.uint32)
+
+
+def draws(starts: np.ndarray, replicate: int) -> np.ndarray:
+    """Each sample id's Poisson(1) draw in ``replicate`` (``starts``: :func:`hash_starts`),
+    the draws of :func:`replicates` as uint8: uint32 sums and products wrap, modulo 2^32 as
+    the SQL's.
+
+    >>> draws(hash_starts(4, seed=0), 0).tolist(), draws(hash_starts(4, seed=0), 1).tolist()
+    ([0, 0, 0, 1], [3, 2, 2, 1])
+    """
+    import numpy as np
+
+    x = starts + np.uint32(replicate * 374761393 % _2_32)
+    for i in range(3):  # Mueller's hash
+        x ^= x >> np.uint32(16)
+        if i < 2:
+            x *= np.uint32(73244475)
+    steps = np.array(_DRAW_STEPS, dtype=np.uint32)
+    drawn = (x >= steps[0]).view(np.uint8).copy()
+    for step in steps[1:]:  # a count of comparisons: 6x faster than a searchsorted
+        drawn += (x >= step).view(np.uint8)
+    return drawn
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A batch's rows sorted once for every replicate: each label's rows (a run) by score,
+    descending, as the ranking plans sort them, and where each replicate's running sums are
+    read. A running sum starts with 0 (``sums[i]``: the sum over the first i rows), so a
+    stretch's sum is the difference of two reads. ``sid``: each row's sample id;
+    ``positives``: the positive rows' positions, their runs and where their block of tied
+    scores ends, in rows and in positives (None: no ties, each row its own block); ``runs``:
+    where each starts and ends, how far its rows scored at least the threshold reach (in rows
+    and in positives), and its positives; ``keys``: each run's segment and label."""
+
+    keys: pl.DataFrame
+    sid: np.ndarray
+    positives: dict[str, np.ndarray]
+    runs: dict[str, np.ndarray]
+    ties: bool
+
+    @classmethod
+    def of(cls, rows: pl.DataFrame, ids: pl.DataFrame, *, threshold: float) -> Ranked:
+        """``rows`` (the canonical columns) ranked; ``ids``: :func:`sample_ids`' table."""
+        keys = rows.select("segment", "label").unique(maintain_order=True).with_row_index("run")
+        ranked = (rows.lazy().join(keys.lazy(), on=["segment", "label"], nulls_equal=True)
+                  .join(ids.lazy(), on="sample")
+                  .select("run", "score", "truth", sid=pl.col("id").cast(pl.UInt32))
+                  # two sorts on one key each, as the ranking plans (cheaper than one by both)
+                  .sort("score", descending=True).cache().sort("run", maintain_order=True))
+        run, score, truth = pl.col("run"), pl.col("score"), pl.col("truth")
+        row = pl.int_range(pl.len(), dtype=pl.Int64)
+        counted = truth.cast(pl.Int64).cum_sum()  # positives up to and including the row
+        # a block of tied scores ends where the next row has another score or run
+        last = ((score != score.shift(-1)) | (run != run.shift(-1))).fill_null(True)
+        first = ((score != score.shift(1)) | (run != run.shift(1))).fill_null(True)
+        marked = ranked.with_columns(
+            row=row, row_end=pl.when(last).then(row + 1).backward_fill(),
+            pos_end=pl.when(last).then(counted).backward_fill(), before=counted - truth,
+            row_first=pl.when(first).then(row).forward_fill(),
+            pos_first=pl.when(first).then(counted - truth).forward_fill(),
+            last=last, decided=score >= threshold).collect()
+        runs = marked.group_by("run", maintain_order=True).agg(
+            row_start=pl.col("row").first(), row_end=pl.col("row").last() + 1,
+            row_decided=pl.col("row").first() + pl.col("decided").sum(),
+            pos_start=pl.col("before").first(), pos_end=pl.col("before").first() + truth.sum(),
+            pos_decided=pl.col("before").first() + (pl.col("decided") & truth).sum(),
+            positives=truth.sum())
+        positives = marked.filter(truth).select("row", "row_end", "pos_end", "row_first",
+                                                "pos_first")
+        return cls(keys, marked["sid"].to_numpy(),
+                   {c: positives[c].to_numpy() for c in positives.columns},
+                   {c: runs[c].to_numpy() for c in runs.columns},
+                   ties=not marked["last"].all())
+
+    def statistics(self, drawn: np.ndarray) -> dict[str, np.ndarray]:
+        """For one replicate's draws (by sample id): each run's tp, fp, fn, tn at the threshold,
+        its average precision's sum of terms (``ap_sum``; over P, its value) and the negative
+        weight ranked above its positives (``above``, ties halved, twice over: its ROC AUC is
+        1 - above / (2 P N), exact in integers)."""
+        import numpy as np
+
+        weights = drawn[self.sid]
+        sums = _running(weights)
+        pos_weights = weights[self.positives["row"]]
+        pos_sums = _running(pos_weights)
+        runs, positives = self.runs, self.positives
+        row_base, pos_base = sums[runs["row_start"]], pos_sums[runs["pos_start"]]
+        total = sums[runs["row_end"]] - row_base
+        decided = sums[runs["row_decided"]] - row_base
+        p = pos_sums[runs["pos_end"]] - pos_base
+        tp = pos_sums[runs["pos_decided"]] - pos_base
+        # average precision: each positive row weighs its draw times the precision where its
+        # block of tied scores ends (tp / (tp + fp) there), summed per run
+        found = (pos_sums[positives["pos_end"]] if self.ties else pos_sums[1:]) - np.repeat(
+            pos_base, runs["positives"])
+        reached = sums[positives["row_end"]] - np.repeat(row_base, runs["positives"])
+        # a row drawn 0 adds 0 (its block may weigh 0 too: no 0 / 0)
+        terms = (pos_weights * found) / np.maximum(reached, 1)
+        ap_sum = _per_run(terms, runs["positives"])
+        # ROC AUC: each positive row's draw times the negative weight above its block, and half
+        # the negative weight tied with it: twice that is fp where the block ends plus fp where
+        # it starts (the same without ties: a positive row's block holds no negative)
+        fp_end = reached.astype(np.int64) - found
+        if self.ties:
+            fp_start = (sums[positives["row_first"]].astype(np.int64)
+                        - pos_sums[positives["pos_first"]]
+                        - np.repeat(row_base.astype(np.int64) - pos_base, runs["positives"]))
+            fp_end = fp_end + fp_start
+        else:
+            fp_end = 2 * fp_end
+        above = _per_run(pos_weights * fp_end, runs["positives"])
+        return {"tp": tp, "fp": decided - tp, "fn": p - tp, "tn": total - decided - (p - tp),
+                "ap_sum": ap_sum, "above": above}
+
+
+def _per_run(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The sums of ``values`` over consecutive stretches of ``lengths`` (0 for an empty one)."""
+    import numpy as np
+
+    sums = np.zeros(len(lengths), dtype=np.float64)
+    filled = lengths > 0
+    if filled.any():
+        starts = np.cumsum(lengths, dtype=np.int64) - lengths
+        sums[filled] = np.add.reduceat(values, starts[filled])
+    return sums
+
+
+def _running(weights: np.ndarray) -> np.ndarray:
+    """The running sums of ``weights`` (draws: at most 12 a row) with a 0 first: item i is the
+    sum of the first i (in 32 bits where they fit)."""
+    import numpy as np
+
+    wide = np.uint32 if len(weights) < (1 << 32) // 16 else np.int64
+    sums = np.zeros(len(weights) + 1, dtype=wide)
+    np.cumsum(weights, dtype=wide, out=sums[1:])
+    return sums

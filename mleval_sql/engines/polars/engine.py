@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from itertools import accumulate, pairwise
 
@@ -13,6 +14,7 @@ import polars as pl
 from mleval_sql.engines import Keep, segments
 from mleval_sql.engines import polars as plans
 from mleval_sql.engines.base import BaseEngine, Canonical, canonical_columns
+from mleval_sql.engines.polars._common import keys_as_text
 from mleval_sql.engines.segments import merge_batches, packed, with_progress
 from mleval_sql.progress import stage
 from mleval_sql.registry import AVERAGING, STEPS
@@ -23,6 +25,10 @@ from mleval_sql.sources import Source
 #: tens of millions of rows costs more than its parts (30M rows, exact request: 9.8 s in one
 #: batch, 8.5 s in batches of up to 6M rows, the segments of 3.75M rows).
 HELD_BATCH_ROWS = 6_000_000
+#: The steps of a bootstrap that the rows ranked once give every replicate.
+_RANKED = ("sample_ids", "threshold_counts", "decision_metrics", "ranking_metrics")
+#: ... and the ranking metrics they give (plans.bootstrap.Ranked.statistics)
+_RANKED_METRICS = ("roc_auc", "average_precision")
 
 
 class PolarsEngine(BaseEngine):
@@ -57,6 +63,8 @@ class PolarsEngine(BaseEngine):
         self.batches: list[pl.DataFrame] = []  # ... as batches of whole segments
         self.shared: dict[str, pl.LazyFrame] = {}  # the statistics of the whole input
         self.counts: pl.DataFrame | None = None  # under a budget: the rows of each segment
+        #: the batches ranked for the bootstrap's replicates, by threshold
+        self.ranked: dict[float, list[plans.bootstrap.Ranked]] = {}
 
     def summary(self) -> pl.DataFrame:
         if self.budget is not None:
@@ -86,6 +94,8 @@ class PolarsEngine(BaseEngine):
         steps = list(steps)
         params = self.switches(steps, params)
         steps = self._run_whole(steps, params, numeric_truth=numeric_truth)
+        if self._ranks_replicates(steps, params, keep or {}, numeric_truth=numeric_truth):
+            return self._ranked_replicates(steps, params, keep or {})
         parts = [self._results(rows, steps, params, numeric_truth=numeric_truth, keep=keep or {})
                  for rows in with_progress(self.batches, "metrics")]
         return parts[0] if len(parts) == 1 else merge_batches(parts)
@@ -93,6 +103,89 @@ class PolarsEngine(BaseEngine):
     def close(self) -> None:
         self.held = None
         self.batches = []
+        self.ranked = {}
+
+    def replicate_chunks(self, steps: Sequence[str], params: dict[str, object], *,
+                         rows: int) -> list[list[int]]:
+        """Every replicate at once where the rows are ranked once for all of them (they hold a
+        few numbers per label and replicate, not the rows), else as every engine."""
+        if self.held is not None and self._ranks_replicates(
+                [s for s in steps if not STEPS[s].whole], self.switches(steps, params),
+                None, numeric_truth=False):
+            return [list(range(int(params["resamples"])))]  # type: ignore[call-overload]
+        return super().replicate_chunks(steps, params, rows=rows)
+
+    def _ranks_replicates(self, steps: Sequence[str], params: dict[str, object],
+                          keep: Keep | None, *, numeric_truth: bool) -> bool:
+        """Whether the bootstrap's ``steps`` read only what a ranking of the rows once gives
+        every replicate (plans.bootstrap.Ranked): decision counts at the threshold and average
+        precision per label, over whole counts (no weight column) held in memory."""
+        rest = set(steps) - {"replicates"}
+        if "replicates" not in steps or not rest <= set(_RANKED) or numeric_truth:
+            return False
+        if not self.unit_weights or self.summary_plan is not plans.validate_summary:
+            return False
+        if "ranking_metrics" in rest:
+            asked = (keep or {}).get("ranking_metrics")
+            if params["micro"] or params["bins"] is not None or params["max_fpr"] is not None:
+                return False
+            if keep is not None and (asked is None or set(asked[0]) - set(_RANKED_METRICS)):
+                return False
+        return True
+
+    def _ranked_replicates(self, steps: list[str], params: dict[str, object],
+                           keep: Keep) -> dict[str, pl.DataFrame]:
+        """The bootstrap's final rows from the rows ranked once for every replicate: each
+        replicate's decision counts and average precision per label (plans.bootstrap.Ranked),
+        as the statistics the final steps read, keyed by ``{segment, replicate}`` as the plans
+        over the replicated rows key them."""
+        import numpy as np
+
+        threshold = float(params["threshold"])  # type: ignore[arg-type]
+        if threshold not in self.ranked:
+            ids = self.shared["sample_ids"].collect()
+            with stage("bootstrap: ranking"):
+                self.ranked = {threshold: [plans.bootstrap.Ranked.of(rows, ids,
+                                                                     threshold=threshold)
+                                           for rows in self.batches]}
+        ranked = self.ranked[threshold]
+        replicates = list(params["replicates"])  # type: ignore[call-overload]
+        starts = plans.bootstrap.hash_starts(self.shared["sample_ids"].select(pl.len())
+                                             .collect().item(), int(params["seed"]))
+        def replicate(r: int) -> list[dict[str, np.ndarray]]:
+            drawn = plans.bootstrap.draws(starts, r)
+            return [part.statistics(drawn) for part in ranked]
+
+        with stage("bootstrap: replicates"), ThreadPoolExecutor(pl.thread_pool_size()) as pool:
+            # numpy lets go of the GIL in its gathers and running sums: a thread a core
+            parts = [stats for per_batch in pool.map(replicate, replicates)
+                     for stats in per_batch]
+        tables = []
+        for b, part in enumerate(ranked):  # a batch's runs, replicate after replicate
+            stats = parts[b::len(ranked)]
+            runs = len(part.keys)
+            table = pl.DataFrame({
+                "run": np.tile(np.arange(runs, dtype=np.uint32), len(replicates)),
+                "replicate": np.repeat(np.array(replicates, dtype=np.int64), runs),
+                **{c: np.concatenate([s[c] for s in stats]).astype(np.float64)
+                   for c in ("tp", "fp", "fn", "tn", "ap_sum", "above")}})
+            tables.append(table.join(part.keys, on="run").drop("run"))
+        counts = pl.concat(tables).select(
+            pl.struct("segment", "replicate").alias("segment"), "label",
+            "tp", "fp", "fn", "tn", "ap_sum", "above")
+        p, n = pl.col("tp") + pl.col("fn"), pl.col("fp") + pl.col("tn")
+        values = {"average_precision": pl.when(p > 0).then(pl.col("ap_sum") / p),
+                  "roc_auc": pl.when((p > 0) & (n > 0)).then(
+                      1 - pl.col("above") / (2 * p * n))}
+        asked = keep.get("ranking_metrics", (list(values), []))[0]
+        given = {"threshold_counts": counts.lazy().drop("ap_sum", "above"),
+                 "ranking_metrics": pl.concat([counts.lazy().select(
+                     "segment", metric=pl.lit(metric), average=pl.lit(None, pl.String),
+                     label="label", value=values[metric], support=p)
+                     for metric in _RANKED_METRICS if metric in asked]).pipe(keys_as_text)}
+        rest = [s for s in steps if s != "replicates"]
+        return self._results(self.held, rest, params, numeric_truth=False, keep=keep,
+                             given=given)
 
     def _segment_counts(self) -> pl.DataFrame:
         if self.counts is None:
@@ -175,9 +268,11 @@ class PolarsEngine(BaseEngine):
 
     def _results(self, rows: pl.LazyFrame | pl.DataFrame, steps: list[str],
                  params: dict[str, object], *, numeric_truth: bool,
-                 keep: Keep) -> dict[str, pl.DataFrame]:
-        """Build every step's plan, then collect the final steps' rows in one go (the plan of a
-        segment larger than the budget on the streaming engine, which need not hold it)."""
+                 keep: Keep, given: dict[str, pl.LazyFrame] | None = None
+                 ) -> dict[str, pl.DataFrame]:
+        """Build every step's plan (those in ``given`` as given), then collect the final steps'
+        rows in one go (the plan of a segment larger than the budget on the streaming engine,
+        which need not hold it)."""
         engine = "auto" if isinstance(rows, pl.DataFrame) else "streaming"
         truth = pl.col("truth") if numeric_truth else pl.col("truth").cast(pl.Boolean)
         relations = {**self.shared, "predictions": rows.lazy().with_columns(truth)}
@@ -190,7 +285,8 @@ class PolarsEngine(BaseEngine):
                 options["keep"] = keep[name]  # a plan that can skip the rows not asked for
             if "unit_weights" in inspect.signature(build).parameters:
                 options["unit_weights"] = params["unit_weights"]
-            plan = build(*(relations[r] for r in step.reads), **options)
+            plan = (given[name] if given and name in given
+                    else build(*(relations[r] for r in step.reads), **options))
             if step.averaged:  # its per-label rows: the grid of labels and the averages
                 # cached: label_averages reads them three times (2M-row lake: 9.0 -> 6.0 s CPU)
                 plan = getattr(plans, AVERAGING.name)(
