@@ -179,6 +179,18 @@ def test_rows_ranked_once_for_every_replicate_give_the_replicated_rows_intervals
         assert all(close(a, b, rel=1e-12, abs_=1e-15) for a, b in zip(got[c], want[c],
                                                                        strict=True)), c
     assert got["ci_low"].null_count() < got.height
+    if options.get("by"):  # under a budget of half the rows: a batch of segments at a time
+        from mleval_sql.engines.segments import ROW_BYTES
+
+        with timings() as seconds:
+            read = me.evaluate(frame, metrics, engine="polars",
+                               memory_limit=frame.height * ROW_BYTES // 2, **common)
+        assert any(s.endswith("ranking, by batch > reading") for s in seconds), list(seconds)
+        assert read.select(pl.exclude("value", "ci_low", "ci_high")).equals(
+            got.select(pl.exclude("value", "ci_low", "ci_high")))
+        for c in ("value", "ci_low", "ci_high"):
+            assert all(close(a, b, rel=1e-12, abs_=1e-15) for a, b in zip(read[c], got[c],
+                                                                           strict=True)), c
     by = [options["by"]] if isinstance(options.get("by"), str) else options.get("by", [])
     if len(by) == 1 and average is not None:  # the oracle's own replicates
         oracle = oracle_intervals(frame.with_columns(weight=pl.lit(1.0)), task, "f1",

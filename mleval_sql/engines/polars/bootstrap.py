@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
 import polars as pl
+
+from mleval_sql.progress import stage
 
 if TYPE_CHECKING:  # numpy only where a bootstrap runs: a polars request does not import it
     import numpy as np
@@ -106,13 +109,16 @@ class Ranked:
     """A batch's rows sorted once for every replicate: each label's rows (a run) by score,
     descending, as the ranking plans sort them, and where each replicate's running sums are
     read. A running sum starts with 0 (``sums[i]``: the sum over the first i rows), so a
-    stretch's sum is the difference of two reads. ``sid``: each row's sample id;
+    stretch's sum is the difference of two reads. ``ids``: the batch's samples' ids in the
+    whole input (:func:`sample_ids`), whose draws weigh them; ``sid``: each row's sample, as
+    its place in ``ids``;
     ``positives``: the positive rows' positions, their runs and where their block of tied
     scores ends, in rows and in positives (None: no ties, each row its own block); ``runs``:
     where each starts and ends, how far its rows scored at least the threshold reach (in rows
     and in positives), and its positives; ``keys``: each run's segment and label."""
 
     keys: pl.DataFrame
+    ids: np.ndarray
     sid: np.ndarray
     positives: dict[str, np.ndarray]
     runs: dict[str, np.ndarray]
@@ -122,41 +128,50 @@ class Ranked:
     def of(cls, rows: pl.DataFrame, ids: pl.DataFrame, *, threshold: float) -> Ranked:
         """``rows`` (the canonical columns) ranked; ``ids``: :func:`sample_ids`' table."""
         keys = rows.select("segment", "label").unique(maintain_order=True).with_row_index("run")
+        # the batch's own samples, numbered 0, 1, ... (sid), with their ids in the whole input
+        own = ids.join(rows.select("sample").unique(), on="sample", how="semi").with_row_index(
+            "sid")
         ranked = (rows.lazy().join(keys.lazy(), on=["segment", "label"], nulls_equal=True)
-                  .join(ids.lazy(), on="sample")
-                  .select("run", "score", "truth", sid=pl.col("id").cast(pl.UInt32))
+                  .join(own.lazy(), on="sample")
+                  .select("run", "score", "truth", sid=pl.col("sid").cast(pl.UInt32))
                   # two sorts on one key each, as the ranking plans (cheaper than one by both)
                   .sort("score", descending=True).cache().sort("run", maintain_order=True))
         run, score, truth = pl.col("run"), pl.col("score"), pl.col("truth")
-        row = pl.int_range(pl.len(), dtype=pl.Int64)
-        counted = truth.cast(pl.Int64).cum_sum()  # positives up to and including the row
+        # indices in 32 bits (a batch holds fewer rows): the arrays kept take half the memory
+        index = pl.UInt32 if rows.height < 2**32 - 1 else pl.Int64
+        row = pl.int_range(pl.len(), dtype=index)
+        counted = truth.cast(index).cum_sum()  # positives up to and including the row
         # a block of tied scores ends where the next row has another score or run
         last = ((score != score.shift(-1)) | (run != run.shift(-1))).fill_null(True)
         first = ((score != score.shift(1)) | (run != run.shift(1))).fill_null(True)
-        marked = ranked.with_columns(
-            row=row, row_end=pl.when(last).then(row + 1).backward_fill(),
-            pos_end=pl.when(last).then(counted).backward_fill(), before=counted - truth,
+        sorted_rows = ranked.collect()  # 17 bytes a row; each table below reads it once
+        rows_of = sorted_rows.lazy()
+        # the positive rows: where their block of tied scores ends and starts
+        positives = rows_of.select(
+            truth, row=row, row_end=pl.when(last).then(row + 1).backward_fill(),
+            pos_end=pl.when(last).then(counted).backward_fill(),
             row_first=pl.when(first).then(row).forward_fill(),
             pos_first=pl.when(first).then(counted - truth).forward_fill(),
-            last=last, decided=score >= threshold).collect()
-        runs = marked.group_by("run", maintain_order=True).agg(
+        ).filter(truth).drop("truth")
+        decided = score >= threshold
+        runs = rows_of.select(run, truth, decided=decided, row=row,
+                              before=counted - truth).group_by("run", maintain_order=True).agg(
             row_start=pl.col("row").first(), row_end=pl.col("row").last() + 1,
             row_decided=pl.col("row").first() + pl.col("decided").sum(),
             pos_start=pl.col("before").first(), pos_end=pl.col("before").first() + truth.sum(),
             pos_decided=pl.col("before").first() + (pl.col("decided") & truth).sum(),
             positives=truth.sum())
-        positives = marked.filter(truth).select("row", "row_end", "pos_end", "row_first",
-                                                "pos_first")
-        return cls(keys, marked["sid"].to_numpy(),
+        tied = rows_of.select(last.not_().any())
+        positives, runs, tied = pl.collect_all([positives, runs, tied])
+        return cls(keys, own["id"].to_numpy(), sorted_rows["sid"].to_numpy(),
                    {c: positives[c].to_numpy() for c in positives.columns},
-                   {c: runs[c].to_numpy() for c in runs.columns},
-                   ties=not marked["last"].all())
+                   {c: runs[c].to_numpy() for c in runs.columns}, ties=tied.item())
 
     def statistics(self, drawn: np.ndarray) -> dict[str, np.ndarray]:
-        """For one replicate's draws (by sample id): each run's tp, fp, fn, tn at the threshold,
-        its average precision's sum of terms (``ap_sum``; over P, its value) and the negative
-        weight ranked above its positives (``above``, ties halved, twice over: its ROC AUC is
-        1 - above / (2 P N), exact in integers)."""
+        """For one replicate's draws (of the samples of ``ids``, in their order): each run's
+        tp, fp, fn, tn at the threshold, its average precision's sum of terms (``ap_sum``;
+        over P, its value) and the negative weight ranked above its positives (``above``,
+        ties halved, twice over: its ROC AUC is 1 - above / (2 P N), exact in integers)."""
         import numpy as np
 
         weights = drawn[self.sid]
@@ -191,6 +206,33 @@ class Ranked:
         above = _per_run(pos_weights * fp_end, runs["positives"])
         return {"tp": tp, "fp": decided - tp, "fn": p - tp, "tn": total - decided - (p - tp),
                 "ap_sum": ap_sum, "above": above}
+
+
+def replicated(rows: pl.DataFrame, ids: pl.DataFrame, starts: np.ndarray,
+               replicates: Sequence[int], *, threshold: float) -> pl.DataFrame:
+    """Each replicate's statistics of each label of ``rows`` (whole counts), the rows ranked
+    once: ``segment, label, replicate, tp, fp, fn, tn`` at ``threshold``, ``ap_sum`` (average
+    precision times P) and ``above`` (:meth:`Ranked.statistics`). ``ids``: :func:`sample_ids`
+    of the whole input; ``starts``: their :func:`hash_starts`."""
+    import numpy as np
+
+    with stage("bootstrap: ranking"):
+        ranked = Ranked.of(rows, ids, threshold=threshold)
+    own = starts[ranked.ids]
+
+    def statistics(replicate: int) -> dict[str, np.ndarray]:
+        return ranked.statistics(draws(own, replicate))
+
+    with stage("bootstrap: replicates"), ThreadPoolExecutor(pl.thread_pool_size()) as pool:
+        # numpy lets go of the GIL in its gathers and running sums: a thread a core
+        stats = list(pool.map(statistics, replicates))
+    runs = len(ranked.keys)
+    table = pl.DataFrame({
+        "run": np.tile(np.arange(runs, dtype=np.uint32), len(replicates)),
+        "replicate": np.repeat(np.array(replicates, dtype=np.int64), runs),
+        **{c: np.concatenate([s[c] for s in stats]).astype(np.float64)
+           for c in ("tp", "fp", "fn", "tn", "ap_sum", "above")}})
+    return ranked.keys.join(table, on="run").drop("run")
 
 
 def _per_run(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:

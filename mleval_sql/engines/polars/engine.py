@@ -5,7 +5,6 @@ from __future__ import annotations
 import inspect
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from itertools import accumulate, pairwise
 
@@ -63,8 +62,6 @@ class PolarsEngine(BaseEngine):
         self.batches: list[pl.DataFrame] = []  # ... as batches of whole segments
         self.shared: dict[str, pl.LazyFrame] = {}  # the statistics of the whole input
         self.counts: pl.DataFrame | None = None  # under a budget: the rows of each segment
-        #: the batches ranked for the bootstrap's replicates, by threshold
-        self.ranked: dict[float, list[plans.bootstrap.Ranked]] = {}
 
     def summary(self) -> pl.DataFrame:
         if self.budget is not None:
@@ -89,13 +86,16 @@ class PolarsEngine(BaseEngine):
 
     def results(self, steps: Iterable[str], params: dict[str, object], *,
                 numeric_truth: bool = False, keep: Keep | None = None) -> dict[str, pl.DataFrame]:
+        steps = list(steps)
+        if self._ranks_replicates(steps, self.switches(steps, params), keep or {},
+                                  numeric_truth=numeric_truth):
+            params = self.switches(steps, params)
+            steps = self._run_whole(steps, params, numeric_truth=numeric_truth)
+            return self._ranked_replicates(steps, params, keep or {})
         if self.held is None:
             return super().results(steps, params, numeric_truth=numeric_truth, keep=keep)
-        steps = list(steps)
         params = self.switches(steps, params)
         steps = self._run_whole(steps, params, numeric_truth=numeric_truth)
-        if self._ranks_replicates(steps, params, keep or {}, numeric_truth=numeric_truth):
-            return self._ranked_replicates(steps, params, keep or {})
         parts = [self._results(rows, steps, params, numeric_truth=numeric_truth, keep=keep or {})
                  for rows in with_progress(self.batches, "metrics")]
         return parts[0] if len(parts) == 1 else merge_batches(parts)
@@ -103,15 +103,13 @@ class PolarsEngine(BaseEngine):
     def close(self) -> None:
         self.held = None
         self.batches = []
-        self.ranked = {}
 
     def replicate_chunks(self, steps: Sequence[str], params: dict[str, object], *,
                          rows: int) -> list[list[int]]:
         """Every replicate at once where the rows are ranked once for all of them (they hold a
         few numbers per label and replicate, not the rows), else as every engine."""
-        if self.held is not None and self._ranks_replicates(
-                [s for s in steps if not STEPS[s].whole], self.switches(steps, params),
-                None, numeric_truth=False):
+        if self._ranks_replicates(steps, self.switches(steps, params), None,
+                                  numeric_truth=False):
             return [list(range(int(params["resamples"])))]  # type: ignore[call-overload]
         return super().replicate_chunks(steps, params, rows=rows)
 
@@ -125,6 +123,8 @@ class PolarsEngine(BaseEngine):
             return False
         if not self.unit_weights or self.summary_plan is not plans.validate_summary:
             return False
+        if self.held is None and (self.budget is None or self.over_budget() is not None):
+            return False  # a segment larger than the budget: the plans stream it
         if "ranking_metrics" in rest:
             asked = (keep or {}).get("ranking_metrics")
             if params["micro"] or params["bins"] is not None or params["max_fpr"] is not None:
@@ -135,41 +135,26 @@ class PolarsEngine(BaseEngine):
 
     def _ranked_replicates(self, steps: list[str], params: dict[str, object],
                            keep: Keep) -> dict[str, pl.DataFrame]:
-        """The bootstrap's final rows from the rows ranked once for every replicate: each
-        replicate's decision counts and average precision per label (plans.bootstrap.Ranked),
-        as the statistics the final steps read, keyed by ``{segment, replicate}`` as the plans
-        over the replicated rows key them."""
-        import numpy as np
+        """The bootstrap's final rows from each batch's rows ranked once for every replicate:
+        each replicate's decision counts, average precision and ROC AUC per label
+        (plans.bootstrap.replicated), as the statistics the final steps read, keyed by
+        ``{segment, replicate}`` as the plans over the replicated rows key them. A batch at a
+        time: held, or read in turn under a budget."""
+        ids = self.shared["sample_ids"].collect()
+        starts = plans.bootstrap.hash_starts(ids.height, int(params["seed"]))  # type: ignore[call-overload]
 
-        threshold = float(params["threshold"])  # type: ignore[arg-type]
-        if threshold not in self.ranked:
-            ids = self.shared["sample_ids"].collect()
-            with stage("bootstrap: ranking"):
-                self.ranked = {threshold: [plans.bootstrap.Ranked.of(rows, ids,
-                                                                     threshold=threshold)
-                                           for rows in self.batches]}
-        ranked = self.ranked[threshold]
-        replicates = list(params["replicates"])  # type: ignore[call-overload]
-        starts = plans.bootstrap.hash_starts(self.shared["sample_ids"].select(pl.len())
-                                             .collect().item(), int(params["seed"]))
-        def replicate(r: int) -> list[dict[str, np.ndarray]]:
-            drawn = plans.bootstrap.draws(starts, r)
-            return [part.statistics(drawn) for part in ranked]
+        def replicated(rows: pl.DataFrame | pl.LazyFrame) -> list[pl.DataFrame]:
+            if isinstance(rows, pl.LazyFrame):
+                rows = rows.collect(engine="streaming")
+            return [plans.bootstrap.replicated(
+                rows, ids, starts, list(params["replicates"]),  # type: ignore[call-overload]
+                threshold=float(params["threshold"]))]  # type: ignore[arg-type]
 
-        with stage("bootstrap: replicates"), ThreadPoolExecutor(pl.thread_pool_size()) as pool:
-            # numpy lets go of the GIL in its gathers and running sums: a thread a core
-            parts = [stats for per_batch in pool.map(replicate, replicates)
-                     for stats in per_batch]
-        tables = []
-        for b, part in enumerate(ranked):  # a batch's runs, replicate after replicate
-            stats = parts[b::len(ranked)]
-            runs = len(part.keys)
-            table = pl.DataFrame({
-                "run": np.tile(np.arange(runs, dtype=np.uint32), len(replicates)),
-                "replicate": np.repeat(np.array(replicates, dtype=np.int64), runs),
-                **{c: np.concatenate([s[c] for s in stats]).astype(np.float64)
-                   for c in ("tp", "fp", "fn", "tn", "ap_sum", "above")}})
-            tables.append(table.join(part.keys, on="run").drop("run"))
+        if self.held is not None:
+            tables = [t for rows in self.batches for t in replicated(rows)]
+        else:
+            tables = self._each(replicated, "ranking",
+                                lambda parts: [t for part in parts for t in part])
         counts = pl.concat(tables).select(
             pl.struct("segment", "replicate").alias("segment"), "label",
             "tp", "fp", "fn", "tn", "ap_sum", "above")
@@ -184,7 +169,8 @@ class PolarsEngine(BaseEngine):
                      label="label", value=values[metric], support=p)
                      for metric in _RANKED_METRICS if metric in asked]).pipe(keys_as_text)}
         rest = [s for s in steps if s != "replicates"]
-        return self._results(self.held, rest, params, numeric_truth=False, keep=keep,
+        # every step that reads rows is given: the rows passed are not read
+        return self._results(pl.LazyFrame(), rest, params, numeric_truth=False, keep=keep,
                              given=given)
 
     def _segment_counts(self) -> pl.DataFrame:
