@@ -10,6 +10,7 @@ a segment with P = 1 and one with P = 1.5, and a score only a zero-weight row ha
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 from typing import Any
 
 import duckdb
@@ -18,6 +19,7 @@ import polars as pl
 import pytest
 from sklearn.metrics import roc_auc_score
 
+import mleval_sql as me
 from mleval_sql import queries
 from mleval_sql.engines import ENGINES, make_engine
 from mleval_sql.engines import polars as plans
@@ -287,3 +289,26 @@ def test_postgres_and_spark_equal_duckdb(database, bins):
         for runner in runners.values():
             runner.close()
 
+
+
+@pytest.mark.parametrize("bins", [None, 4])
+def test_whole_count_intervals_equal_the_direct_computation(engine, bins):
+    """Rows without weights (polars reads the AUC and DeLong's variance off one pass by each
+    label's number): the interval AUC ± z·SE of the direct placements, ties and all."""
+    frame = _frame(4).drop("weight")
+    values, _ = _oracle(frame.with_columns(weight=pl.lit(1.0)), bins)
+    got = me.evaluate(frame, "roc_auc", by="region", ci=0.95, bins=bins, engine=engine,
+                      task="multilabel", average="none")
+    z = NormalDist().inv_cdf(0.975)
+    assert got.height == len(values)
+    for row in got.iter_rows(named=True):
+        key = (row["region"], row["label"])
+        want = values[key]
+        _close(row["value"], want["auc"], (*key, "value"))
+        if want["variance"] is None:
+            assert row["ci_low"] is None and row["ci_high"] is None, key
+            continue
+        se = z * math.sqrt(want["variance"])
+        _close(row["ci_low"], max(0.0, want["auc"] - se), (*key, "ci_low"))
+        _close(row["ci_high"], min(1.0, want["auc"] + se), (*key, "ci_high"))
+        assert row["ci_method"] == "delong"

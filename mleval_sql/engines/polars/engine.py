@@ -262,6 +262,14 @@ class PolarsEngine(BaseEngine):
         engine = "auto" if isinstance(rows, pl.DataFrame) else "streaming"
         truth = pl.col("truth") if numeric_truth else pl.col("truth").cast(pl.Boolean)
         relations = {**self.shared, "predictions": rows.lazy().with_columns(truth)}
+        if given is None and _fuses_delong(steps, params):
+            # the curve's metrics and DeLong's variance from one pass by run number
+            curve, variance = plans.ranking.ranked_delong(
+                relations["predictions"], bins=params["bins"],  # type: ignore[arg-type]
+                max_fpr=params["max_fpr"],  # type: ignore[arg-type]
+                keep=keep.get("curve_metrics"))
+            given = {"curve_metrics": curve, "delong": variance}
+            steps = [s for s in steps if s not in ("ranked_points", "block_placements")]
         finals: dict[str, pl.LazyFrame] = {}
         for name in steps:
             step = STEPS[name]
@@ -289,6 +297,15 @@ class PolarsEngine(BaseEngine):
             frames = pl.collect_all(list(finals.values()), engine=engine)
         return dict(zip(finals, map(as_text, frames), strict=True))
 
+
+
+def _fuses_delong(steps: Sequence[str], params: dict[str, object]) -> bool:
+    """Whether DeLong's variance and the curve's metrics are all that read the curve, over
+    whole counts and per label: :func:`plans.ranking.ranked_delong` gives both from one
+    pass."""
+    readers = {s for s in steps if {"curve_points", "block_placements"} & set(STEPS[s].reads)}
+    return ("delong" in steps and bool(params["unit_weights"]) and not params["micro"]
+            and readers <= {"curve_metrics", "block_placements", "delong"})
 
 
 def _expression(column: Canonical) -> pl.Expr:

@@ -337,6 +337,42 @@ def delong(block_placements: pl.LazyFrame) -> pl.LazyFrame:
                 .then(pl.col("s10") / (p - 1) + pl.col("s01") / (n - 1))))
 
 
+def ranked_delong(predictions: pl.LazyFrame, *, bins: int | None, max_fpr: float | None,
+                  keep: tuple[Sequence[str], Sequence[str]] | None = None
+                  ) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """The rows of :func:`curve_metrics` and of :func:`delong` from one sorted pass over
+    whole-count rows (every weight 1), as :func:`ranking_metrics` reads its metrics: each
+    label's blocks by its run number, with its totals on each (no origins, no keys on every
+    block, no join of the blocks to their label's totals), the keys back at the end. The
+    same terms as block_placements and delong, summed per run."""
+    tp, fp, pos, neg, p, n = (pl.col(c) for c in ("tp", "fp", "pos", "neg", "p", "n"))
+    metrics = [m for m in RANKING_METRICS if keep is None or m in keep[0]]
+    points, labels = _run_points(predictions, bins=bins, unit_weights=True)
+    points = points.cache()  # read by the metrics and by DeLong's two passes
+    values = _curve_values(points, ["run"], max_fpr, metrics, tp0=tp - pos, fp0=fp - neg)
+    curves = (labels.join(values, on="run", how="left").drop("run")
+              .with_columns(average=pl.lit(None, dtype=pl.String)))
+    both = (p > 0) & (n > 0)
+    placed = points.select(
+        "run", "p", "n", v10=pl.when(both).then((pl.col("tn") + neg / 2) / n),
+        v01=pl.when(both).then((tp - pos / 2) / p),
+        pos_share=pl.when(both).then(pos / p), neg_share=pl.when(both).then(neg / n))
+    pos_share, neg_share, v10, v01 = (pl.col(c) for c in ("pos_share", "neg_share", "v10",
+                                                          "v01"))
+    auc = pl.col("auc")
+    # the AUC of each run on its blocks (a window: the runs lie in order), then the squared
+    # deviations from it
+    sums = (placed.with_columns(auc=(pos_share * v10).sum().over("run"))
+            .group_by("run").agg(p.first(), n.first(), auc.first(),
+                                 s10=(pos_share * (v10 - auc) * (v10 - auc)).sum(),
+                                 s01=(neg_share * (v01 - auc) * (v01 - auc)).sum()))
+    variance = labels.join(sums, on="run", how="left").select(
+        *_KEYS, "p", "n", auc=pl.when(both).then(auc),
+        variance=pl.when((p > 1) & (n > 1)).then(pl.col("s10") / (p - 1)
+                                                 + pl.col("s01") / (n - 1)))
+    return _long(curves, metrics), keys_as_text(variance)
+
+
 def placements(predictions: pl.LazyFrame, block_placements: pl.LazyFrame, *,
                bins: int | None) -> pl.LazyFrame:
     """Each prediction row's DeLong placement: V10 of its block for a positive row, V01 for a
