@@ -205,8 +205,11 @@ def test_rows_ranked_once_for_every_replicate_give_the_replicated_rows_intervals
                 assert close(row[c], row[f"{c}_right"], rel=1e-9, abs_=1e-12), (c, row)
 
 
-def test_intervals_do_not_move_with_engine_order_or_files(tmp_path):
-    frame = make_predictions("multilabel", seed=3, n_samples=60)
+@pytest.mark.parametrize("weighted", [True, False], ids=["weighted", "whole-counts"])
+def test_intervals_do_not_move_with_engine_order_or_files(tmp_path, weighted):
+    """The same intervals on every engine, rows shuffled, split in files, under a budget
+    (whole counts: polars ranks the rows once for every replicate)."""
+    frame = make_predictions("multilabel", seed=3, n_samples=60, weighted=weighted)
     metrics = ["f1", "average_precision", "hamming_loss"]
     options = {"by": "region", "average": ["none", "macro"], "ci": 0.95, "resamples": 30,
                "seed": 9}
