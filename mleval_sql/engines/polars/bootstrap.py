@@ -61,10 +61,10 @@ def replicates(predictions: pl.LazyFrame, sample_ids: pl.LazyFrame, *,
 
 # -- one sort for every replicate ---------------------------------------------------------------
 #
-# Decision counts at a threshold and average precision read running sums down each label's
-# rows sorted by score, and a replicate changes the weights, not the order: the rows are sorted
-# once, and each replicate is a running sum of its draws over them (numpy's, a quarter of the
-# time of polars' cum_sum). Over whole counts (every weight 1 before the draw) the sums are
+# Decision counts at a threshold, ROC AUC and average precision read running sums down each
+# label's rows sorted by score, and a replicate changes the weights, not the order: the rows are
+# sorted once, and each replicate is a running sum of its draws over them (numpy's, a quarter of
+# the time of polars' cum_sum). Over whole counts (every weight 1 before the draw) the sums are
 # integers, exact in any order, so the counts equal those of the plans over the replicated rows.
 
 #: The smallest hash with draw > k for k = 0, 1, ...: u = (h + 1/2) / 2^32 reaches Poisson(1)'s
@@ -109,13 +109,13 @@ class Ranked:
     """A batch's rows sorted once for every replicate: each label's rows (a run) by score,
     descending, as the ranking plans sort them, and where each replicate's running sums are
     read. A running sum starts with 0 (``sums[i]``: the sum over the first i rows), so a
-    stretch's sum is the difference of two reads. ``ids``: the batch's samples' ids in the
-    whole input (:func:`sample_ids`), whose draws weigh them; ``sid``: each row's sample, as
-    its place in ``ids``;
-    ``positives``: the positive rows' positions, their runs and where their block of tied
-    scores ends, in rows and in positives (None: no ties, each row its own block); ``runs``:
-    where each starts and ends, how far its rows scored at least the threshold reach (in rows
-    and in positives), and its positives; ``keys``: each run's segment and label."""
+    stretch's sum is the difference of two reads. ``keys``: each run's segment and label;
+    ``ids``: the batch's samples' ids in the whole input (:func:`sample_ids`), whose draws
+    weigh them; ``sid``: each row's sample, as its place in ``ids``; ``positives``: the
+    positive rows' positions and where their block of tied scores starts and ends, in rows and
+    in positives; ``runs``: where each starts and ends, how far its rows scored at least the
+    threshold reach (in rows and in positives), and its positives; ``ties``: some block holds
+    more than one row (else each row is its own block)."""
 
     keys: pl.DataFrame
     ids: np.ndarray
@@ -190,7 +190,7 @@ class Ranked:
             pos_base, runs["positives"])
         reached = sums[positives["row_end"]] - np.repeat(row_base, runs["positives"])
         # a row drawn 0 adds 0 (its block may weigh 0 too: no 0 / 0)
-        terms = (pos_weights * found) / np.maximum(reached, 1)
+        terms = pos_weights * found.astype(np.float64) / np.maximum(reached, 1)
         ap_sum = _per_run(terms, runs["positives"])
         # ROC AUC: each positive row's draw times the negative weight above its block, and half
         # the negative weight tied with it: twice that is fp where the block ends plus fp where

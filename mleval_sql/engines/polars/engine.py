@@ -116,8 +116,9 @@ class PolarsEngine(BaseEngine):
     def _ranks_replicates(self, steps: Sequence[str], params: dict[str, object],
                           keep: Keep | None, *, numeric_truth: bool) -> bool:
         """Whether the bootstrap's ``steps`` read only what a ranking of the rows once gives
-        every replicate (plans.bootstrap.Ranked): decision counts at the threshold and average
-        precision per label, over whole counts (no weight column) held in memory."""
+        every replicate (plans.bootstrap.Ranked): decision counts at the threshold, ROC AUC
+        and average precision per label (and their averages over labels), over whole counts
+        (no weight column), held in memory or a batch of segments at a time under a budget."""
         rest = set(steps) - {"replicates"}
         if "replicates" not in steps or not rest <= set(_RANKED) or numeric_truth:
             return False
@@ -170,7 +171,7 @@ class PolarsEngine(BaseEngine):
                      for metric in _RANKED_METRICS if metric in asked]).pipe(keys_as_text)}
         rest = [s for s in steps if s != "replicates"]
         # every step that reads rows is given: the rows passed are not read
-        return self._results(pl.LazyFrame(), rest, params, numeric_truth=False, keep=keep,
+        return self._results(pl.DataFrame(), rest, params, numeric_truth=False, keep=keep,
                              given=given)
 
     def _segment_counts(self) -> pl.DataFrame:
