@@ -348,7 +348,8 @@ def ranked_delong(predictions: pl.LazyFrame, *, bins: int | None, max_fpr: float
     tp, fp, pos, neg, p, n = (pl.col(c) for c in ("tp", "fp", "pos", "neg", "p", "n"))
     metrics = [m for m in RANKING_METRICS if keep is None or m in keep[0]]
     points, labels = _run_points(predictions, bins=bins, unit_weights=True)
-    points = points.cache()  # read by the metrics and by DeLong's two passes
+    # read by the metrics and by DeLong's two passes: the columns they read
+    points = points.select("run", "tp", "fp", "tn", "pos", "neg", "p", "n").cache()
     values = _curve_values(points, ["run"], max_fpr, metrics, tp0=tp - pos, fp0=fp - neg)
     curves = (labels.join(values, on="run", how="left").drop("run")
               .with_columns(average=pl.lit(None, dtype=pl.String)))
