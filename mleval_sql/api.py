@@ -440,7 +440,8 @@ def _replicated(runner: Engine, plan: Plan, params: dict[str, object], by: list[
         return None
     steps = ["sample_ids", "replicates", *resampled.steps()]
     parts = []
-    for chunk in with_progress(runner.replicate_chunks(steps, params, rows=rows), "bootstrap"):
+    chunks = runner.replicate_chunks(steps, params, rows=rows, keep=resampled.rows())
+    for chunk in with_progress(chunks, "bootstrap"):
         results = runner.results(steps, {**params, "replicates": chunk},
                                  numeric_truth=numeric_truth, keep=resampled.rows())
         parts.append(tidy(resampled, results, by, replicated=True))

@@ -205,6 +205,31 @@ def test_rows_ranked_once_for_every_replicate_give_the_replicated_rows_intervals
                 assert close(row[c], row[f"{c}_right"], rel=1e-9, abs_=1e-12), (c, row)
 
 
+def test_replicates_come_all_at_once_only_where_the_rows_are_ranked_once():
+    """polars takes every replicate in one run where the rows ranked once give the metrics
+    asked; another ranking metric (break_even) is a plan over replicated rows, which runs as
+    many replicates at a time as the budget holds."""
+    from mleval_sql.engines import make_engine
+    from mleval_sql.params import DEFAULTS
+    from mleval_sql.schema import Columns
+    from mleval_sql.sources import as_source
+
+    frame = make_predictions("multilabel", seed=3, n_samples=60, weighted=False)
+    runner = make_engine("polars", as_source(frame), Columns(), None, ["region"],
+                         memory_limit="1MB")  # 4,000 replicated rows a run
+    runner.summary()
+    steps = ["sample_ids", "replicates", "threshold_counts", "decision_metrics",
+             "ranking_metrics"]
+    params = {**DEFAULTS, "resamples": 200, "micro": False}
+    at_once = 4_000 // frame.height
+    for asked, runs in ((["average_precision", "roc_auc"], 1),
+                        (["break_even"], math.ceil(200 / at_once))):
+        keep = {"decision_metrics": (["f1"], ["none"]), "ranking_metrics": (asked, ["none"])}
+        chunks = runner.replicate_chunks(steps, params, rows=frame.height, keep=keep)
+        assert len(chunks) == runs and [r for c in chunks for r in c] == list(range(200))
+    runner.close()
+
+
 @pytest.mark.parametrize("weighted", [True, False], ids=["weighted", "whole-counts"])
 def test_intervals_do_not_move_with_engine_order_or_files(tmp_path, weighted):
     """The same intervals on every engine, rows shuffled, split in files, under a budget

@@ -104,7 +104,7 @@ class BaseEngine:
         return None
 
     def replicate_chunks(self, steps: Sequence[str], params: dict[str, object], *,
-                         rows: int) -> list[list[int]]:
+                         rows: int, keep: Keep) -> list[list[int]]:
         """The bootstrap's replicates (0 .. resamples - 1) in the runs :meth:`results` takes
         at once: each run of ``steps`` reads the input's ``rows`` once per replicate, so as
         many as the budget holds (:data:`mleval_sql.uncertainty.CHUNK_ROWS` rows without

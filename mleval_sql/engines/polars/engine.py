@@ -105,16 +105,16 @@ class PolarsEngine(BaseEngine):
         self.batches = []
 
     def replicate_chunks(self, steps: Sequence[str], params: dict[str, object], *,
-                         rows: int) -> list[list[int]]:
+                         rows: int, keep: Keep) -> list[list[int]]:
         """Every replicate at once where the rows are ranked once for all of them (they hold a
         few numbers per label and replicate, not the rows), else as every engine."""
-        if self._ranks_replicates(steps, self.switches(steps, params), None,
+        if self._ranks_replicates(steps, self.switches(steps, params), keep,
                                   numeric_truth=False):
             return [list(range(int(params["resamples"])))]  # type: ignore[call-overload]
-        return super().replicate_chunks(steps, params, rows=rows)
+        return super().replicate_chunks(steps, params, rows=rows, keep=keep)
 
     def _ranks_replicates(self, steps: Sequence[str], params: dict[str, object],
-                          keep: Keep | None, *, numeric_truth: bool) -> bool:
+                          keep: Keep, *, numeric_truth: bool) -> bool:
         """Whether the bootstrap's ``steps`` read only what a ranking of the rows once gives
         every replicate (plans.bootstrap.Ranked): decision counts at the threshold, ROC AUC
         and average precision per label (and their averages over labels), over whole counts
@@ -127,10 +127,10 @@ class PolarsEngine(BaseEngine):
         if self.held is None and (self.budget is None or self.over_budget() is not None):
             return False  # a segment larger than the budget: the plans stream it
         if "ranking_metrics" in rest:
-            asked = (keep or {}).get("ranking_metrics")
+            asked = keep.get("ranking_metrics")
             if params["micro"] or params["bins"] is not None or params["max_fpr"] is not None:
                 return False
-            if keep is not None and (asked is None or set(asked[0]) - set(_RANKED_METRICS)):
+            if asked is None or set(asked[0]) - set(_RANKED_METRICS):
                 return False
         return True
 
