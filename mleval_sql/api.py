@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypedDict
 
 import polars as pl
 
-from mleval_sql import clustering, uncertainty
+from mleval_sql import clustering, uncertainty, windows
 from mleval_sql.engines import (
     ENGINES,
     Engine,
@@ -28,6 +28,7 @@ from mleval_sql.engines import (
     choose_engine,
     engine_errors,
     errors_of,
+    local_engines,
     make_engine,
 )
 from mleval_sql.engines.segments import with_progress
@@ -46,7 +47,7 @@ from mleval_sql.request import (
     widen,
 )
 from mleval_sql.schema import Task, check_columns, check_probabilities, check_summary
-from mleval_sql.sources import Parquet, as_source
+from mleval_sql.sources import Parquet, Source, as_source, underlying
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -228,6 +229,12 @@ def run(request: Request, source: Any) -> Outcome:
     >>> outcome.task, outcome.sizes["samples"].to_list()
     ('multilabel', [300, 300])
     """
+    if request.window is not None:
+        inner, src = windowed(request, source)
+        done = run(inner, src)
+        return Outcome(done.task, None if done.table is None else request.window.finished(
+            done.table), request.window.finished(done.sizes),
+            {kind: request.window.finished(t) for kind, t in done.curves.items()})
     done = execute(request, source)
     if done.plan is None:
         return Outcome(done.task, None, done.sizes)
@@ -240,6 +247,23 @@ def run(request: Request, source: Any) -> Outcome:
     return Outcome(done.task,
                    widen(table, by, sweep=done.plan.sweep) if request.wide else table,
                    done.sizes, _drawn(request, done, by))
+
+
+def windowed(request: Request, source: Any) -> tuple[Request, Source]:
+    """``request`` without its window but segmented by the window's columns first, and
+    ``source`` with them (:func:`mleval_sql.windows.windowed`): what every door that runs
+    carries out, then :meth:`~mleval_sql.windows.Window.finished` lays the rows out."""
+    assert request.window is not None
+    name = request.engine or choose_engine(
+        source, connection=request.connection, memory_limit=request.memory_limit,
+        threads=request.threads, reproducible=request.reproducible)[0]
+    if ENGINES[name].reader is not None:
+        raise InputError(f"window= runs on the engines that read files and frames "
+                         f"({', '.join(local_engines())}), not on engine {name!r}; for a "
+                         "database or Spark, `mleval sql --window` writes the statement")
+    src = as_source(source, storage_options=request.storage_options, as_of=request.as_of)
+    return (replace(request, window=None, by=(*windows.COLUMNS, *request.by)),
+            windows.windowed(src, request.window, request.by))
 
 
 def _drawn(request: Request, done: Execution, by: list[str]) -> dict[str, pl.DataFrame]:
@@ -278,7 +302,7 @@ def execute(request: Request, source: Any) -> Execution:
 
 def _execute(request: Request, source: Any) -> Execution:
     def chosen(without: tuple[str, ...] = ()) -> tuple[str, str]:
-        return choose_engine(source, connection=request.connection,
+        return choose_engine(underlying(source), connection=request.connection,
                              memory_limit=request.memory_limit, threads=request.threads,
                              reproducible=request.reproducible, without=without)
 
@@ -291,13 +315,14 @@ def _execute(request: Request, source: Any) -> Execution:
     by = list(request.by)
     cols = request.column_map
     used = [*cols.required().values(), cols.weight, *by]
-    if isinstance(src, Parquet):
-        src.check(used)  # before the engines read one file's schema for all
+    files = underlying(src)
+    if isinstance(files, Parquet):
+        files.check(used)  # before the engines read one file's schema for all
     schema = src.schema()
     clusters = clustering.is_clustering(schema, cols, by, request.settled_task(),
                                         mapped=set(request.columns))
-    if clusters and isinstance(src, Parquet):
-        src.check([cols.cluster])
+    if clusters and isinstance(files, Parquet):
+        files.check([cols.cluster])
         used.append(cols.cluster)
     if not clusters:
         cols = cols.for_schema(schema)
@@ -346,7 +371,7 @@ def _execute(request: Request, source: Any) -> Execution:
                                  rows=int(summary["n_rows"].sum()))
     except (OSError, *engine_errors()) as error:
         # a corrupt page shows only when read, and the engines' errors may not name the file
-        found = src.unreadable(used) if isinstance(src, Parquet) else None
+        found = files.unreadable(used) if isinstance(files, Parquet) else None
         if found is not None:
             raise found from error
         said = errors_of(error)

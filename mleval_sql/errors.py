@@ -26,3 +26,8 @@ def note_sklearn_default(case: str, message: str) -> None:
     if case not in _NOTED:
         _NOTED.add(case)
         warnings.warn(message, SklearnDefaultWarning, stacklevel=3)
+
+
+class DataWarning(UserWarning):
+    """Rows of the input that a result leaves out, and why (a window's rows with a null time):
+    said once per request, never dropped silently. The command line prints it as a note."""

@@ -44,6 +44,7 @@ from mleval_sql.registry import (
     default_averages,
 )
 from mleval_sql.schema import TASKS, Columns, InputError, Task
+from mleval_sql.windows import Window
 
 Action = Literal["evaluate", "curve", "check", "compare", "slices"]
 ACTIONS: tuple[Action, ...] = ("evaluate", "curve", "check", "compare", "slices")
@@ -117,6 +118,12 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "completeness, v_measure)", _EVALUATE, arity="list", metavar="NAME"),
     Option("by", "segment columns (slices: found within each segment)", arity="list",
            metavar="COL", default=()),
+    Option("window", "time windows, a segmentation before by: a date or timestamp column "
+           "and granularities (1h, 1d, 1w = ISO weeks from Monday, 1mo, 1q, 1y), calendar-"
+           "aligned in a time zone (default UTC; a timestamp without one is read as "
+           "wall-clock time there), e.g. ts:1d or ts:1d,1w@Europe/Paris; the result gains "
+           "granularity, window_start and window_end ([start, end))",
+           metavar="COL:EVERY[@TZ]"),
     Option("task", "default: settled by the metrics, else inferred from the data",
            choices=TASKS),
     Option("average", "averages over labels (default: none for binary and regression, macro "
@@ -207,6 +214,7 @@ class Request:
     max_points: int | None = None
     curves: tuple[str, ...] = ()
     by: tuple[str, ...] = ()
+    window: Window | None = None
     columns: Mapping[str, str | None] = field(default_factory=dict)
     engine: str | None = None  # None: engines.choose_engine's for the input
     memory_limit: str | int | None = None
@@ -593,7 +601,7 @@ def _curves(value: str | Sequence[str]) -> tuple[str, ...]:
 
 
 _CHECKS: dict[str, Any] = {
-    "metrics": _names, "by": _texts("by"), "task": _choice("task", TASKS),
+    "metrics": _names, "by": _texts("by"), "window": Window.parse, "task": _choice("task", TASKS),
     "average": _averages, "columns": _columns, "kind": _choice("kind", CURVE_PARAMS["kind"]
                                                                 .choices),
     "drop_intermediate": _bool("drop_intermediate"), "wide": _bool("wide"),

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import polars as pl
 
@@ -31,6 +31,7 @@ from mleval_sql.schema import InputError, enums_as_strings
 if TYPE_CHECKING:
     import duckdb
     import pyarrow.dataset as pads
+    from sqlglot import exp
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,39 @@ class DuckDBRelation:
         return enums_as_strings(self.relation.pl(lazy=True)).cache()
 
 
-Source = Parquet | Csv | InMemory | ArrowDataset | DuckDBRelation | Lake
+class Derivation(Protocol):
+    """Columns derived from an input's own (a window's), for polars and as SQL."""
+
+    def polars(self, frame: pl.LazyFrame) -> pl.LazyFrame:
+        """``frame`` with the derived columns."""
+        ...
+
+    def sql(self, table: exp.Expression) -> exp.Expression:
+        """A query of ``table`` with the derived columns, in DuckDB's SQL."""
+        ...
+
+
+@dataclass(frozen=True)
+class Derived:
+    """An input with columns derived from its own: ``inner`` read as it is, then ``derive``d
+    (DuckDB: its query over the relation of ``inner``)."""
+
+    inner: Source
+    derive: Derivation
+
+    def schema(self) -> pl.Schema:
+        return self.polars().collect_schema()
+
+    def polars(self) -> pl.LazyFrame:
+        return self.derive.polars(self.inner.polars())
+
+
+Source = Parquet | Csv | InMemory | ArrowDataset | DuckDBRelation | Lake | Derived
+
+
+def underlying(source: Source) -> Source:
+    """The input a :class:`Derived` one derives from (any other: itself)."""
+    return underlying(source.inner) if isinstance(source, Derived) else source
 
 
 def as_source(data: Any, *, storage_options: StorageOptions | None = None,

@@ -18,7 +18,7 @@ import polars as pl
 import sqlglot
 from sqlglot import exp
 
-from mleval_sql import clustering, dialects, queries, slicing
+from mleval_sql import clustering, dialects, queries, slicing, windows
 from mleval_sql.engines.sql import canonical, clustering_canonical
 from mleval_sql.params import PARAMS
 from mleval_sql.registry import AVERAGING, FUSED, METRICS, STEPS, SWEEP
@@ -82,6 +82,9 @@ def sql(metrics: str | Sequence[str] | None = None, *, task: Task | None = None,
     ``min_support``, ``top`` and ``alpha`` as for ``me.slices``.
     """
     if params.get("over"):
+        if params.get("window") is not None:
+            raise InputError("window= and over=: the slices statement has no windows; "
+                             "me.slices(..., window=) finds slices within each window")
         if checks or curve or view or average is not None:
             raise InputError("over= asks for the slices statement, which takes no checks, "
                              "curve, view or average")
@@ -120,7 +123,13 @@ def sql(metrics: str | Sequence[str] | None = None, *, task: Task | None = None,
         truth_type = None
     else:
         cols, weight, truth_type = _read_columns(request, known, task)
-    builder = _Builder(dialect, list(request.by), truth_type)
+    segments = list(request.by)
+    if request.window is not None:  # the window's columns made from the table's rows first
+        kind = "naive" if known is None else request.window.kind(known.schema)
+        source = exp.Subquery(this=request.window.sql(source, kind, end=True),
+                              alias=exp.TableAlias(this=exp.to_identifier("windowed")))
+        segments = [*windows.COLUMNS, windows.END, *segments]
+    builder = _Builder(dialect, segments, truth_type)
     if task == "clustering":
         body = builder.clustering(source, cols, weight, request.plan(task), cell_types)
         what = ", ".join(request.metric_names(task))
@@ -149,6 +158,8 @@ def sql(metrics: str | Sequence[str] | None = None, *, task: Task | None = None,
     header = (f"-- mleval_sql: {what} ({task or 'any task'}) from {table}"
               f"{'; ' + shown if shown else ''}.\n")
     header += f"-- {_weights_said(request, known, weight)}\n"
+    if request.window is not None:
+        header += f"-- {_window_said(request.window, known)}\n"
     if written:
         header += (f"-- A script of {len(written) * 2 + 1} statements, to run in order (spark.sql "
                    "one at a time, a %sql cell, spark-sql -f); the last gives the rows. "
@@ -352,6 +363,20 @@ def _slices_statement(metrics: str | Sequence[str] | None, *, dialect: str, tabl
                          f"{len(names)} metrics: {', '.join(names)}")
     request = Request.statement("slices", **given)
     return slicing.statement(request, names[0], table=table, dialect=dialect, pretty=pretty)
+
+
+def _window_said(window: windows.Window, known: _Known | None) -> str:
+    """The header's line on the windows: how the time column is read."""
+    kind = "naive" if known is None else window.kind(known.schema)
+    read = {"date": "a date", "aware": f"an instant, in {window.time_zone}",
+            "naive": f"wall-clock time in {window.time_zone}"}[kind]
+    line = (f"Windows: {', '.join(window.every)} of {window.column} ({read}: "
+            "window_start and window_end are wall-clock times there); rows with a null "
+            f"{window.column} are in no window.")
+    if known is None:
+        line += (" A column with a time zone is converted only where the statement knows "
+                 "the table's columns (--schema-from FILE, or a connection).")
+    return line
 
 
 def _shown(value: object) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import duckdb
 import polars as pl
+from sqlglot import exp
 
 from mleval_sql import dialects, queries
 from mleval_sql import files as listing
@@ -28,7 +29,16 @@ from mleval_sql.lakes.stores import store_error
 from mleval_sql.progress import stage
 from mleval_sql.registry import AVERAGING, RELATIONS, STEPS
 from mleval_sql.schema import Columns, InputError
-from mleval_sql.sources import ArrowDataset, Csv, DuckDBRelation, InMemory, Parquet, Source
+from mleval_sql.sources import (
+    ArrowDataset,
+    Csv,
+    Derived,
+    DuckDBRelation,
+    InMemory,
+    Parquet,
+    Source,
+    underlying,
+)
 
 #: The steps whose values do not depend on the order of their rows where every weight is 1:
 #: counts, sums of whole numbers (exact in any order), extremes, rows picked by their keys, and
@@ -131,7 +141,7 @@ class DuckDBEngine(BaseEngine):
         # write over it
         self._set("enable_progress_bar", False)
         relation = read(source, self.con)
-        if isinstance(source, DuckDBRelation):
+        if isinstance(underlying(source), DuckDBRelation):
             relation.create_view(self._name("input"), replace=True)
             if self._visible(self._name("input")):  # it lives on this connection: use it there
                 self.created.append(("VIEW", self._name("input")))
@@ -496,6 +506,14 @@ def _(source: DuckDBRelation, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPy
     return relation.project(", ".join(
         f"CAST({queries.identifier(n)} AS VARCHAR) AS {queries.identifier(n)}" if n in coded
         else queries.identifier(n) for n in relation.columns))
+
+
+@read.register
+def _(source: Derived, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    # the derivation's query over the inner relation under a name of its own, still lazy
+    name = f"mleval_{uuid.uuid4().hex[:8]}_underived"
+    query = source.derive.sql(exp.to_table(name, quoted=True))
+    return read(source.inner, con).query(name, query.sql("duckdb"))
 
 
 @read.register

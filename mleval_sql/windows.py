@@ -1,0 +1,234 @@
+"""Time windows: a time column cut into calendar windows, one segmentation more.
+
+A :class:`Window` names a time column, one or more granularities and a time zone. The engines
+never see it: :func:`windowed` gives the input with two more columns, ``granularity`` and
+``window_start`` (the start of the row's window as wall-clock time in the window's time zone,
+made by one truncation: polars' ``dt.truncate``, SQL's ``date_trunc`` written by sqlglot), and
+the request segments by them before its own ``by`` columns; several granularities are the
+input's rows once for each. :func:`finished` then gives a result its ``window_end`` and its
+times their time zone, and leaves out the rows of no window (a null time), saying how many.
+
+How a time is read: a timestamp with a time zone is converted to the window's time zone; a
+timestamp without one is taken as wall-clock time there already; a date is a calendar day.
+Windows are calendar-aligned there: days from midnight, ISO weeks from Monday, months,
+quarters and years from their first day, hours on the hour. A day at a change of daylight
+saving time is 23 or 25 hours long; the hour repeated when clocks go back is one window of two
+hours, and the hour skipped when they go forward has none.
+
+>>> window = Window.parse("ts:1d,1w@Europe/Paris")
+>>> window.column, window.every, window.time_zone
+('ts', ('1d', '1w'), 'Europe/Paris')
+"""
+
+from __future__ import annotations
+
+import warnings
+import zoneinfo
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Literal
+
+import polars as pl
+from sqlglot import exp
+
+from mleval_sql.errors import DataWarning, InputError
+from mleval_sql.sources import Derived, Source
+
+#: Each granularity and its SQL ``date_trunc`` part; polars truncates and offsets by the
+#: granularity's own name (``1w``: ISO weeks, from Monday).
+GRANULARITIES: dict[str, str] = {"1h": "hour", "1d": "day", "1w": "week", "1mo": "month",
+                                 "1q": "quarter", "1y": "year"}
+GRANULARITY, START, END = "granularity", "window_start", "window_end"
+#: The segment columns a window adds before the request's own (``by``).
+COLUMNS = (GRANULARITY, START)
+#: How a time column is read: a date, wall-clock time (no time zone), an instant (with one).
+Kind = Literal["date", "naive", "aware"]
+
+
+@dataclass(frozen=True)
+class Window:
+    """A time column cut into calendar windows of each granularity of ``every`` in
+    ``time_zone`` (an IANA name, UTC by default)."""
+
+    column: str
+    every: tuple[str, ...]
+    time_zone: str = "UTC"
+
+    @classmethod
+    def parse(cls, value: str | Mapping[str, Any] | Window) -> Window:
+        """A window from ``"COLUMN:EVERY[,EVERY...][@TIME_ZONE]"`` (the command line's and a
+        job's short form) or ``{"column": ..., "every": ... , "time_zone": ...}``.
+
+        >>> Window.parse({"column": "ts", "every": ["1d", "1mo"], "time_zone": "UTC"}).every
+        ('1d', '1mo')
+        >>> Window.parse("ts:1m")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        mleval_sql.errors.InputError: window: unknown granularity '1m'; ...
+        """
+        if isinstance(value, Window):
+            return value
+        if isinstance(value, str):
+            column, sep, rest = value.partition(":")
+            every, _, zone = rest.partition("@")
+            if not sep or not column.strip() or not every.strip():
+                raise InputError(f"window must be COLUMN:EVERY[,EVERY...][@TIME_ZONE], e.g. "
+                                 f"ts:1d or ts:1d,1w@Europe/Paris, got {value!r}")
+            value = {"column": column.strip(), "every": every.split(","),
+                     **({"time_zone": zone.strip()} if zone.strip() else {})}
+        if not isinstance(value, Mapping):
+            raise InputError(f"window must be 'COLUMN:EVERY' or a mapping with column, every "
+                             f"and time_zone, got {value!r}")
+        unknown = set(value) - {"column", "every", "time_zone"}
+        if unknown:
+            raise InputError(f"window: unknown key {sorted(unknown)[0]!r}; a window has "
+                             "column, every and time_zone")
+        column, every = value.get("column"), value.get("every")
+        zone = value.get("time_zone", "UTC")
+        if not isinstance(column, str) or not column:
+            raise InputError(f"window: column must be a column name, got {column!r}")
+        listed = [every] if isinstance(every, str) else every
+        if not isinstance(listed, Sequence) or not listed:
+            raise InputError(f"window: every must be a granularity or a list of them "
+                             f"({', '.join(GRANULARITIES)}), got {every!r}")
+        grains = tuple(dict.fromkeys(str(g).strip() for g in listed))
+        for grain in grains:
+            if grain not in GRANULARITIES:
+                raise InputError(f"window: unknown granularity {grain!r}; granularities are "
+                                 f"{list(GRANULARITIES)} (1w: ISO weeks from Monday)")
+        if not isinstance(zone, str) or not _known_zone(zone):
+            raise InputError(f"window: unknown time_zone {zone!r}; give an IANA name such as "
+                             "UTC or Europe/Paris")
+        return cls(column, grains, zone)
+
+    def text(self) -> str:
+        """The short form :meth:`parse` reads."""
+        zone = "" if self.time_zone == "UTC" else f"@{self.time_zone}"
+        return f"{self.column}:{','.join(self.every)}{zone}"
+
+    def kind(self, schema: pl.Schema) -> Kind:
+        """How the time column of an input with ``schema`` is read; an ``InputError`` names a
+        column that is missing or not a date or timestamp."""
+        if self.column not in schema:
+            raise InputError(f"window column {self.column!r} is not in the input; it has "
+                             f"{sorted(schema.names())}")
+        dtype = schema[self.column]
+        if dtype == pl.Date:
+            hourly = [g for g in self.every if g == "1h"]
+            if hourly:
+                raise InputError(f"window: column {self.column!r} holds dates, which have no "
+                                 "hours: 1h needs a timestamp")
+            return "date"
+        if isinstance(dtype, pl.Datetime):
+            return "naive" if dtype.time_zone is None else "aware"
+        hint = (" (an integer epoch: cast it to a timestamp first, e.g. "
+                "pl.from_epoch or to_timestamp)" if dtype.is_integer() else
+                " (text: parse it to a timestamp first, e.g. str.to_datetime or CAST)"
+                if dtype == pl.String else "")
+        raise InputError(f"window column {self.column!r} is {dtype}, not a date or a "
+                         f"timestamp{hint}")
+
+    # -- the window columns, on each engine ---------------------------------------------------
+
+    def polars(self, frame: pl.LazyFrame, kind: Kind) -> pl.LazyFrame:
+        """``frame``'s rows with a time, with the window columns, once per granularity."""
+        time = pl.col(self.column)
+        if kind == "aware":  # the instant as wall-clock time in the window's zone
+            time = time.dt.convert_time_zone(self.time_zone).dt.replace_time_zone(None)
+        timed = frame.filter(pl.col(self.column).is_not_null())
+        parts = [timed.with_columns(pl.lit(g).alias(GRANULARITY), time.dt.truncate(g).alias(START))
+                 for g in self.every]
+        return parts[0] if len(parts) == 1 else pl.concat(parts)
+
+    def sql(self, table: exp.Expression, kind: Kind, *, end: bool = False) -> exp.Query:
+        """``table``'s rows with a time, with the window columns (``end``: and
+        ``window_end``), once per granularity (UNION ALL): SQL for every dialect sqlglot
+        writes (DuckDB's engine, the statements to paste)."""
+        time: exp.Expression = exp.column(exp.to_identifier(self.column, quoted=True))
+        timed = exp.Not(this=exp.Is(this=time.copy(), expression=exp.Null()))
+        if kind == "aware":
+            time = exp.AtTimeZone(this=time, zone=exp.Literal.string(self.time_zone))
+        parts = []
+        for grain in self.every:
+            unit = GRANULARITIES[grain]
+            start: exp.Expression = exp.TimestampTrunc(this=time.copy(), unit=exp.var(unit))
+            steps, unit = {"week": (7, "day"), "quarter": (3, "month")}.get(unit, (1, unit))
+            after: exp.Expression = exp.Add(this=start.copy(), expression=exp.Interval(
+                this=exp.Literal.string(str(steps)), unit=exp.var(unit.upper())))
+            if kind == "date":
+                start, after = exp.cast(start, "date"), exp.cast(after, "date")
+            parts.append(exp.select(
+                exp.Star(), exp.alias_(exp.Literal.string(grain), GRANULARITY),
+                exp.alias_(start, START), *([exp.alias_(after, END)] if end else []),
+            ).from_(table.copy()).where(timed.copy()))
+        out: exp.Query = parts[0]
+        for part in parts[1:]:
+            out = exp.union(out, part, distinct=False)
+        return out
+
+    # -- the result ---------------------------------------------------------------------------
+
+    def finished(self, table: pl.DataFrame) -> pl.DataFrame:
+        """A result's rows with ``window_end`` after ``window_start`` and timestamps in the
+        window's time zone, the granularities in the order given."""
+        if START not in table.columns:
+            return table
+        start = pl.col(START)
+        end = start.dt.offset_by(pl.col(GRANULARITY))
+        if table.schema[START] != pl.Date:
+            start, end = _instant(start, self.time_zone), _instant(end, self.time_zone)
+        at = table.columns.index(START)
+        columns = [*table.columns[:at + 1], END, *table.columns[at + 1:]]
+        order = pl.col(GRANULARITY).replace_strict({g: i for i, g in enumerate(self.every)},
+                                                   return_dtype=pl.Int32)
+        return table.with_columns(start.alias(START), end.alias(END)).select(columns).sort(
+            order, maintain_order=True)  # the granularities as given, each's rows as laid out
+
+
+def _instant(local: pl.Expr, zone: str) -> pl.Expr:
+    """Wall-clock times in ``zone`` as instants there: a time repeated when clocks go back is
+    its first instant; a time skipped when they go forward, the instant they went (a day
+    that starts at a skipped midnight starts then)."""
+    shifted = (local + timedelta(hours=1)).dt.replace_time_zone(
+        zone, ambiguous="earliest", non_existent="null") - timedelta(hours=1)
+    return local.dt.replace_time_zone(zone, ambiguous="earliest",
+                                      non_existent="null").fill_null(shifted)
+
+
+def _known_zone(name: str) -> bool:
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class WindowColumns:
+    """The window columns of ``window`` over an input whose time column is of ``kind``: a
+    :class:`~mleval_sql.sources.Derived` input's derivation."""
+
+    window: Window
+    kind: Kind
+
+    def polars(self, frame: pl.LazyFrame) -> pl.LazyFrame:
+        return self.window.polars(frame, self.kind)
+
+    def sql(self, table: exp.Expression) -> exp.Query:
+        return self.window.sql(table, self.kind)
+
+
+def windowed(source: Source, window: Window, by: Sequence[str]) -> Derived:
+    """``source`` with the window columns of ``window``; an ``InputError`` names a time
+    column that is missing or not temporal, or a segment column named as a window column."""
+    clash = [c for c in by if c in (*COLUMNS, END)]
+    if clash:
+        raise InputError(f"segment column {clash[0]!r} is a column a window gives "
+                         f"({', '.join((*COLUMNS, END))}); rename it")
+    kind = window.kind(source.schema())
+    nulls = source.polars().select(pl.col(window.column).null_count()).collect().item()
+    if nulls:
+        warnings.warn(f"window: {nulls:,} row{'s' if nulls != 1 else ''} with a null "
+                      f"{window.column!r} {'are' if nulls != 1 else 'is'} in no window, left "
+                      "out of the result", DataWarning, stacklevel=3)
+    return Derived(source, WindowColumns(window, kind))
