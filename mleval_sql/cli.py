@@ -284,7 +284,7 @@ def _add_param(cmd: argparse._ActionsContainer, name: str) -> None:
 
 
 #: Options passed on only where given (the others always, at their flag's default).
-IF_GIVEN = ("metrics", "storage_options", "as_of", "threads", "ci", "resamples", "seed")
+IF_GIVEN = ("metrics", "storage_options", "as_of", "threads", "ci", "resamples", "seed", "window")
 
 
 def _at_door(option: Option, statement: bool) -> bool:

@@ -1,0 +1,706 @@
+"""The metrics history: every value a nightly job has computed, one table on disk, each time
+window's rows replaced whole and at once when the job recomputes it.
+
+A history is a folder (this layout is a public format, ``schema_version`` 1)::
+
+    PATH/
+      _mleval_history.json      {"schema_version": 1, "job": "nightly", "created_at": "..."}
+      current -> v000007        the version to read: a relative symbolic link
+      v000007/                  a version: a hive-partitioned parquet dataset, data files only
+        granularity=1d/
+          window_start=2024-03-31T00%3A00%3A00%2B01%3A00/
+            part-<run_id>.parquet
+      v000006/                  the version before, kept for readers still reading it
+      _windows/v000007.parquet  the windows version 7 keeps, one row each
+      _mleval_history.lock      while a run writes: its pid, host and start time
+
+Every data file holds every column, typed: ``granularity`` (text: ``1h``, ``1d``, ``1w``,
+``1mo``, ``1q``, ``1y``), ``window_start`` and ``window_end`` (dates, or timestamps with the
+window's time zone), the segment columns, ``metric``, ``average``, ``label``, ``value``, optional
+columns such as ``ci_low`` and ``ci_high``, and four the history adds: ``run_id`` and
+``computed_at`` (UTC) of the run that computed the window, ``job``, and ``fingerprint`` (of the
+window's inputs). Runs may differ in their optional columns, never in a column's type: read the
+files with a union by name. A window's folder names its start in ISO 8601 (a timestamp as
+wall-clock time in its zone with its UTC offset), ``:`` and ``+`` percent-encoded as Hive
+escapes them (:func:`encode_start`); it decodes to the value in the files.
+
+``_windows/vNNNNNN.parquet`` has one row per window of the version: ``granularity``,
+``window_start``, ``window_end``, ``fingerprint``, ``request_hash`` (of the request that computed
+it), ``run_id``, ``computed_at`` and ``rows`` (0: a window with no values).
+
+How to read it: :func:`read`; DuckDB, ``read_parquet('PATH/current/**/*.parquet',
+union_by_name=true, hive_partitioning=false)`` (with hive partitioning, DuckDB's default for
+``key=value`` folders, it takes ``window_start`` of timestamps from the folder name as text,
+unless given ``hive_types={'window_start': 'TIMESTAMPTZ'}``); polars, ``pl.concat([
+pl.scan_parquet(f) for f in files], how="diagonal_relaxed")``. A reader that lists
+``PATH/current/`` while a run swaps it can see some folders of each version: one that must not
+should resolve ``current`` once (``os.path.realpath``) and read that folder, as :func:`read` does.
+
+A run makes a new version: the files of the windows it keeps are hard links to the current
+version's, the windows it recomputes new files; then ``current`` is switched in one
+``os.replace`` of a new link over it, after which versions before the previous one are deleted.
+A reader sees one version whole; a run killed at any point leaves ``current`` where it was,
+and the next run deletes what it left. It needs a local POSIX filesystem: symbolic and hard
+links, an atomic rename.
+
+>>> import tempfile
+>>> from datetime import date
+>>> path = Path(tempfile.mkdtemp()) / "history"
+>>> history = History.open(path, job="nightly")
+>>> windows = pl.DataFrame({"granularity": ["1d", "1d"],
+...                         "window_start": [date(2024, 3, 1), date(2024, 3, 2)],
+...                         "window_end": [date(2024, 3, 2), date(2024, 3, 3)],
+...                         "fingerprint": ["a1", "b7"]})
+>>> history.stale(windows, request_hash="r1")["reason"].to_list()
+['new', 'new']
+>>> rows = windows.select("granularity", "window_start", "window_end",
+...                       metric=pl.lit("roc_auc"), value=pl.Series([0.91, 0.88]))
+>>> with history.lock():
+...     history.replace(rows, windows, run_id="night-1", request_hash="r1")
+1
+>>> read(path).select("window_start", "value", "run_id").rows()[0]
+(datetime.date(2024, 3, 1), 0.91, 'night-1')
+>>> history.stale(windows, request_hash="r1").height  # nothing to recompute
+0
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote
+from zoneinfo import ZoneInfo
+
+import polars as pl
+
+from mleval_sql.errors import InputError
+from mleval_sql.outputs import atomic_output
+
+#: The layout this module writes; a history of a newer one is refused.
+SCHEMA_VERSION = 1
+META = "_mleval_history.json"
+CURRENT = "current"
+LOCK = "_mleval_history.lock"
+WINDOWS = "_windows"
+#: Versions kept after a swap: the new one and the one before (its readers may still read it).
+KEEP = 2
+GRANULARITY, START, END = "granularity", "window_start", "window_end"
+#: The columns the history adds to every row.
+ADDED = ("run_id", "computed_at", "job", "fingerprint")
+#: A lock older than this (seconds) is taken over even when its holder cannot be checked.
+STALE_AFTER = 24 * 3600.0
+UTC_TIME = pl.Datetime("us", "UTC")
+_VERSION = re.compile(r"v(\d{6})")
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+class HistoryWarning(UserWarning):
+    """A history's lock taken over from a run that is gone, or lost to another run."""
+
+
+def encode_start(value: date | datetime) -> str:
+    """The text of a window start in its folder's name: ISO 8601, a timestamp with a time zone
+    as wall-clock time there with its UTC offset (unambiguous when clocks go back), percent-
+    encoded (``:`` is no file name on Windows, ``+`` reads as a space in some URLs).
+
+    >>> encode_start(datetime(2024, 10, 27, 2, tzinfo=ZoneInfo("Europe/Paris")))
+    '2024-10-27T02%3A00%3A00%2B02%3A00'
+    >>> encode_start(date(2024, 3, 31))
+    '2024-03-31'
+    """
+    return quote(value.isoformat(), safe="")
+
+
+def decode_start(text: str, dtype: pl.DataType) -> date | datetime:
+    """The window start :func:`encode_start` gave ``text`` for, as a value of ``dtype``.
+
+    >>> decode_start("2024-10-27T02%3A00%3A00%2B01%3A00", pl.Datetime("us", "Europe/Paris"))
+    datetime.datetime(2024, 10, 27, 2, 0, fold=1, tzinfo=zoneinfo.ZoneInfo(key='Europe/Paris'))
+    """
+    text = unquote(text)
+    if dtype == pl.Date:
+        return date.fromisoformat(text)
+    value = datetime.fromisoformat(text)
+    zone = getattr(dtype, "time_zone", None)
+    return value.astimezone(ZoneInfo(zone)) if zone else value
+
+
+def window_folder(granularity: str, start: date | datetime) -> str:
+    """A window's folder in a version, relative to it.
+
+    >>> window_folder("1d", date(2024, 3, 31))
+    'granularity=1d/window_start=2024-03-31'
+    """
+    return f"{GRANULARITY}={quote(granularity, safe='')}/{START}={encode_start(start)}"
+
+
+def _before_swap(version: Path) -> None:
+    """Called once a new version is written in full, just before ``current`` is switched to it:
+    a point where tests read the history or kill the run."""
+
+
+@dataclass
+class History:
+    """A metrics history folder, opened for one job (see the module docstring)."""
+
+    path: Path
+    job: str
+    #: Start over: every window is stale and the next :meth:`replace` keeps no other window.
+    full_refresh: bool = False
+    _token: str | None = field(default=None, repr=False)
+    _write_meta: bool = field(default=False, repr=False)
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], job: str, *,
+             full_refresh: bool = False) -> History:
+        """The history at ``path`` (made if missing) for ``job``.
+
+        Raises ``InputError`` for a folder written by another job or by a newer layout, a
+        folder with other files that is no history, and a history that cannot be read; with
+        ``full_refresh`` each but the last is started over, by the first :meth:`replace` (until
+        then the old version stays readable).
+        """
+        if not isinstance(job, str) or not job.strip():
+            raise InputError(f"a history's job must be a non-empty name, got {job!r}")
+        root = Path(path)
+        if root.exists() and not root.is_dir():
+            raise InputError(f"history {root} is a file, not a folder")
+        history = cls(root, job, full_refresh)
+        if not root.exists() or not [p for p in os.listdir(root) if not p.startswith(".")]:
+            root.mkdir(parents=True, exist_ok=True)
+            history._save_meta()
+            return history
+        try:
+            meta = _read_meta(root)
+            if meta["job"] != job:
+                raise InputError(f"history {root} belongs to the job {meta['job']!r}, not "
+                                 f"{job!r}: name another folder, or start it over with "
+                                 "full_refresh=True")
+            _current(root)  # a history that cannot be read is refused now, before any work
+        except InputError:
+            if not full_refresh:
+                raise
+            history._write_meta = True
+        if _lexists_not_link(root / CURRENT):
+            raise InputError(f"{root / CURRENT} is not a symbolic link: a history's current "
+                             "version is one; move it away")
+        return history
+
+    @contextmanager
+    def lock(self, *, timeout: float | None = None,
+             stale_after: float = STALE_AFTER) -> Iterator[History]:
+        """Hold the history's one writer lock while the block runs.
+
+        A lock held by another run raises ``InputError`` naming it, at once or after waiting up
+        to ``timeout`` seconds; one whose holder is gone (its pid is not alive on this host) or
+        older than ``stale_after`` seconds is taken over, with a :class:`HistoryWarning`.
+        """
+        if self._token is not None:
+            raise InputError(f"history {self.path} is locked by this History already")
+        lock = self.path / LOCK
+        token = secrets.token_hex(8)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            try:
+                fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                seen, holder = _read_lock(lock)
+                if seen is None:  # released meanwhile
+                    continue
+                why = _stale(lock, holder, stale_after)
+                if why and _take_over(lock, seen):
+                    warnings.warn(f"took over the lock of history {self.path} from "
+                                  f"{_holder(holder)}: {why}", HistoryWarning, stacklevel=3)
+                    continue
+                if why or (deadline is not None and time.monotonic() < deadline):
+                    time.sleep(0.05)
+                    continue
+                waited = f" (waited {timeout:g} s)" if timeout else ""
+                raise InputError(f"history {self.path} is being written by "
+                                 f"{_holder(holder)}{waited}: one writer at a time. If that "
+                                 f"run is gone, delete {lock}") from None
+            try:
+                os.write(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                                         "started_at": _now().isoformat(),
+                                         "token": token}).encode())
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            break
+        self._token = token
+        try:
+            yield self
+        finally:
+            self._token = None
+            if _read_lock(lock)[1].get("token") == token:
+                lock.unlink()
+            else:
+                warnings.warn(f"the lock of history {self.path} was taken over by "
+                              f"{_holder(_read_lock(lock)[1])} while this run held it",
+                              HistoryWarning, stacklevel=3)
+
+    def windows(self) -> pl.DataFrame:
+        """The windows the current version keeps, one row each (empty when new).
+
+        Columns: granularity, window_start, window_end, fingerprint, request_hash, run_id,
+        computed_at, rows; sorted by granularity and window_start.
+        """
+        return _current(self.path)[1]
+
+    def stale(self, candidates: pl.DataFrame, request_hash: str) -> pl.DataFrame:
+        """The ``candidates`` (granularity, window_start, window_end, fingerprint) to compute:
+        those the history has not, or has from other inputs (fingerprint), another request
+        (``request_hash``) or with another end; all with ``full_refresh``. Their columns, in
+        their order, and ``reason``: new, fingerprint, request, window_end or full_refresh.
+        """
+        candidates = _windows_frame(candidates, "candidates", end=False)
+        if self.full_refresh:
+            return candidates.with_columns(reason=pl.lit("full_refresh"))
+        stored = self.windows()
+        if stored.height:
+            _same_start(candidates, "candidates", stored)
+        else:  # a new history's windows have no type yet
+            stored = _manifest_frame(candidates.schema[START])
+        theirs = stored.select(GRANULARITY, START, _end=END, _fingerprint="fingerprint",
+                               _request="request_hash")
+        joined = candidates.join(theirs, on=[GRANULARITY, START], how="left",
+                                 maintain_order="left")
+        reason = (pl.when(pl.col("_fingerprint").is_null()).then(pl.lit("new"))
+                  .when(pl.col("_fingerprint") != pl.col("fingerprint")).then(pl.lit("fingerprint"))
+                  .when(pl.col("_request") != request_hash).then(pl.lit("request")))
+        if END in candidates.columns:
+            reason = reason.when(pl.col("_end") != pl.col(END)).then(pl.lit("window_end"))
+        return (joined.with_columns(reason=reason).filter(pl.col("reason").is_not_null())
+                .select(*candidates.columns, "reason"))
+
+    def replace(self, rows: pl.DataFrame, windows: pl.DataFrame, *, run_id: str,
+                request_hash: str) -> int:
+        """Make the version where each of ``windows`` (granularity, window_start, window_end,
+        fingerprint) has the ``rows`` of its window (none: it keeps no rows) and every other
+        window is as it was (none with ``full_refresh``), and make it current. Returns its
+        number. Runs inside :meth:`lock`.
+
+        Raises ``InputError`` for rows outside ``windows``, a column of another type than the
+        kept rows have, or a run_id that is no file name; nothing is changed then.
+        """
+        self._check_held()
+        if not isinstance(run_id, str) or not _RUN_ID.fullmatch(run_id):
+            raise InputError(f"run_id must be letters, digits, '.', '_' or '-' (a file name), "
+                             f"got {run_id!r}")
+        windows = _windows_frame(windows, "windows", end=True)
+        rows = _check_rows(rows, windows)
+        if not self.full_refresh:  # under the lock: what open() saw may have changed since
+            meta = _read_meta(self.path)
+            if meta["job"] != self.job:
+                raise InputError(f"history {self.path} belongs to the job {meta['job']!r} now, "
+                                 f"not {self.job!r}")
+        if self.full_refresh:  # nothing of the old version is read: it may be unreadable
+            try:
+                number = _current_number(self.path)
+            except InputError:
+                number = None
+            stored = _manifest_frame(windows.schema[START])
+        else:
+            number, stored = _current(self.path)
+            if not stored.height:
+                stored = _manifest_frame(windows.schema[START])
+        if not windows.height and not self.full_refresh:
+            return number or 0  # nothing to replace: the current version stays
+        kept = stored.join(windows.select(GRANULARITY, START), on=[GRANULARITY, START],
+                           how="anti")
+        if kept.height:
+            _same_start(windows, "windows", kept)
+            _same_types(rows, kept, self.path / f"v{number:06d}")
+        _clean(self.path, number)
+        new = max([*_versions(self.path), number or 0]) + 1
+        version = self.path / f"v{new:06d}"
+        manifest = self.path / WINDOWS / f"v{new:06d}.parquet"
+        try:
+            if kept.height:
+                _link_windows(kept, self.path / f"v{number:06d}", version)
+            version.mkdir(exist_ok=True)  # a version of no rows is an empty folder
+            written = _write_windows(rows, windows, version, job=self.job, run_id=run_id)
+            table = _new_manifest(kept, windows, rows, request_hash, run_id, written)
+            manifest.parent.mkdir(exist_ok=True)
+            with open(manifest, "wb") as handle:
+                table.write_parquet(handle)
+                handle.flush()
+                os.fsync(handle.fileno())
+            _sync_tree(version)
+            _sync_folder(manifest.parent)
+            self._check_held()
+            link = self.path / f".{CURRENT}.{secrets.token_hex(8)}"
+            os.symlink(version.name, link)
+            try:
+                os.replace(link, self.path / CURRENT)
+            except BaseException:
+                link.unlink(missing_ok=True)
+                raise
+        except BaseException:
+            if _current_number(self.path) != new:  # not swapped: the half-made version goes
+                _remove_version(self.path, new)
+            raise
+        _sync_folder(self.path)
+        if self._write_meta:  # after the swap: a run killed before it leaves the old owner
+            self._save_meta()
+        self.full_refresh = self._write_meta = False
+        keep = {new, number}
+        for old in _versions(self.path):
+            if old not in keep and old < new:
+                _remove_version(self.path, old)
+        return new
+
+    def _check_held(self) -> None:
+        if self._token is None:
+            raise InputError("replace runs inside `with history.lock():`, one writer at a time")
+        if _read_lock(self.path / LOCK)[1].get("token") != self._token:
+            raise InputError(f"the lock of history {self.path} was taken over by "
+                             f"{_holder(_read_lock(self.path / LOCK)[1])}: this run stops "
+                             "without changing it")
+
+    def _save_meta(self) -> None:
+        with atomic_output(self.path / META) as part:
+            part.write_text(json.dumps({"schema_version": SCHEMA_VERSION, "job": self.job,
+                                        "created_at": _now().isoformat()}, indent=2) + "\n")
+
+
+def read(path: str | os.PathLike[str]) -> pl.DataFrame:
+    """The rows of the history at ``path``'s current version, by granularity and
+    window_start, each window's rows in the order its run wrote them; optional columns a
+    window's run did not write are null. Raises ``InputError`` for a folder that is no history.
+    """
+    root = Path(path)
+    _read_meta(root)
+    for attempt in range(3):
+        number, windows = _current(root)
+        if number is None:
+            break
+        version = root / f"v{number:06d}"  # resolved once: one version, whatever swaps meanwhile
+        try:
+            frames = [pl.read_parquet(file, hive_partitioning=False)
+                      for granularity, start in windows.filter(pl.col("rows") > 0)
+                      .select(GRANULARITY, START).iter_rows()
+                      for file in sorted((version / window_folder(granularity, start))
+                                         .glob("*.parquet"))]
+        except FileNotFoundError:
+            if attempt == 2:
+                raise
+            continue  # two runs swapped while this read: the version read is gone, read anew
+        if frames:
+            return pl.concat(frames, how="diagonal_relaxed")
+        break
+    empty = _manifest_frame(windows.schema[START])
+    return empty.select(GRANULARITY, START, END, *(
+        pl.lit(None, dtype=UTC_TIME if name == "computed_at" else pl.String).alias(name)
+        for name in ADDED))
+
+
+# -- the folder's state ------------------------------------------------------------------------
+
+def _read_meta(root: Path) -> dict[str, Any]:
+    file = root / META
+    if not root.is_dir():
+        raise InputError(f"no history at {root}: no such folder")
+    if not file.exists():
+        raise InputError(f"{root} is not a metrics history (no {META}), and not empty: name "
+                         "an empty or new folder, or start it over with full_refresh=True")
+    try:
+        meta = json.loads(file.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise InputError(f"cannot read {file}: {error}; nothing was changed (full_refresh=True "
+                         "starts the history over)") from error
+    version = meta.get("schema_version") if isinstance(meta, dict) else None
+    if not isinstance(version, int) or version < 1 or not isinstance(meta.get("job"), str):
+        raise InputError(f"cannot read {file}: not a history's description (schema_version, "
+                         "job); nothing was changed (full_refresh=True starts the history over)")
+    if version > SCHEMA_VERSION:
+        raise InputError(f"history {root} has schema_version {version}, newer than this "
+                         f"mleval_sql's {SCHEMA_VERSION}: upgrade mleval_sql to write it")
+    return meta
+
+
+def _current_number(root: Path) -> int | None:
+    """The number of the version ``current`` names, or None without one."""
+    link = root / CURRENT
+    if not os.path.lexists(link):
+        return None
+    target = os.readlink(link) if link.is_symlink() else ""
+    found = _VERSION.fullmatch(target)
+    if not found or not (root / target).is_dir():
+        raise InputError(f"{link} does not name a version folder ({target or 'not a link'}); "
+                         "nothing was changed (full_refresh=True starts the history over)")
+    return int(found.group(1))
+
+
+def _current(root: Path) -> tuple[int | None, pl.DataFrame]:
+    """The current version's number and windows; (None, no windows) for a new history."""
+    number = _current_number(root)
+    if number is None:
+        return None, _manifest_frame(UTC_TIME)
+    file = root / WINDOWS / f"v{number:06d}.parquet"
+    try:
+        table = pl.read_parquet(file, hive_partitioning=False)
+    except (OSError, pl.exceptions.PolarsError) as error:
+        raise InputError(f"cannot read {file}, the windows of history {root}: "
+                         f"{' '.join(str(error).split())[:200]}; nothing was changed "
+                         "(full_refresh=True starts the history over)") from error
+    expected = _manifest_frame(table.schema.get(START, pl.Null)).schema
+    if table.schema != expected or not table.schema[START].is_temporal():
+        raise InputError(f"cannot read {file}, the windows of history {root}: its columns are "
+                         f"{dict(table.schema)}, not {dict(expected)}; nothing was changed "
+                         "(full_refresh=True starts the history over)")
+    return number, table.sort(GRANULARITY, START)
+
+
+def _manifest_frame(start: pl.DataType) -> pl.DataFrame:
+    return pl.DataFrame(schema={GRANULARITY: pl.String, START: start, END: start,
+                                "fingerprint": pl.String, "request_hash": pl.String,
+                                "run_id": pl.String, "computed_at": UTC_TIME, "rows": pl.Int64})
+
+
+def _versions(root: Path) -> list[int]:
+    """The numbers of the version folders and window tables in ``root``, whole or not."""
+    found = {int(m.group(1)) for p in os.listdir(root) if (m := _VERSION.fullmatch(p))}
+    if (root / WINDOWS).is_dir():
+        found |= {int(m.group(1)) for p in os.listdir(root / WINDOWS)
+                  if (m := re.fullmatch(r"v(\d{6})\.parquet", p))}
+    return sorted(found)
+
+
+def _clean(root: Path, current: int | None) -> None:
+    """Delete what killed runs left: versions after the current one, temporary links."""
+    for number in _versions(root):
+        if current is None or number > current:
+            _remove_version(root, number)
+    for name in os.listdir(root):
+        if name.startswith(f".{CURRENT}.") or name.startswith(f".{META}."):
+            os.unlink(root / name)
+
+
+def _remove_version(root: Path, number: int) -> None:
+    # the folder first: a window table without its folder is a leftover the next run deletes
+    shutil.rmtree(root / f"v{number:06d}", ignore_errors=True)
+    (root / WINDOWS / f"v{number:06d}.parquet").unlink(missing_ok=True)
+
+
+def _lexists_not_link(path: Path) -> bool:
+    return os.path.lexists(path) and not path.is_symlink()
+
+
+# -- writing a version -----------------------------------------------------------------------
+
+def _windows_frame(frame: pl.DataFrame, name: str, *, end: bool) -> pl.DataFrame:
+    """``frame``'s windows, checked: the key columns, each window once, a fingerprint each."""
+    needed = [GRANULARITY, START, *([END] if end else []), "fingerprint"]
+    missing = [c for c in needed if c not in frame.columns]
+    if missing:
+        raise InputError(f"{name} lacks the column{'s' if len(missing) > 1 else ''} "
+                         f"{', '.join(missing)}: a window is {', '.join(needed)}")
+    if frame.schema[GRANULARITY] != pl.String or frame.schema["fingerprint"] != pl.String:
+        raise InputError(f"{name}: granularity and fingerprint must be text, got "
+                         f"{frame.schema[GRANULARITY]} and {frame.schema['fingerprint']}")
+    for column in (START, END) if END in frame.columns else (START,):
+        if not frame.schema[column].is_temporal() or frame.schema[column] == pl.Time:
+            raise InputError(f"{name}: {column} must be a date or a timestamp, got "
+                             f"{frame.schema[column]}")
+    if END in frame.columns and frame.schema[END] != frame.schema[START]:
+        raise InputError(f"{name}: window_end is {frame.schema[END]}, but window_start "
+                         f"{frame.schema[START]}: give them one type")
+    nulls = [c for c in needed if frame[c].null_count()]
+    if nulls:
+        raise InputError(f"{name}: {nulls[0]} is null in {frame[nulls[0]].null_count()} rows")
+    twice = frame.filter(frame.select(GRANULARITY, START).is_duplicated())
+    if twice.height:
+        raise InputError(f"{name} names the window ({twice[GRANULARITY][0]}, "
+                         f"{twice[START][0]}) more than once")
+    return frame
+
+
+def _same_start(frame: pl.DataFrame, name: str, stored: pl.DataFrame) -> None:
+    if frame.schema[START] != stored.schema[START]:
+        raise InputError(f"{name}: window_start is {frame.schema[START]}, but the history's is "
+                         f"{stored.schema[START]}: one type in one table (a new time zone or "
+                         "time column starts the history over: full_refresh=True)")
+
+
+def _check_rows(rows: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
+    missing = [c for c in (GRANULARITY, START) if c not in rows.columns]
+    if missing:
+        raise InputError(f"rows lack the column {missing[0]}: each row names its window")
+    ours = [c for c in ADDED if c in rows.columns]
+    if ours:
+        raise InputError(f"rows have the column {ours[0]!r}, which the history adds")
+    if rows.height and rows.schema[START] != windows.schema[START]:
+        raise InputError(f"rows: window_start is {rows.schema[START]}, but {windows.schema[START]}"
+                         " in windows")
+    if rows.height and rows.schema[GRANULARITY] != pl.String:
+        raise InputError(f"rows: granularity must be text, got {rows.schema[GRANULARITY]}")
+    outside = rows.join(windows, on=[GRANULARITY, START], how="anti")
+    if outside.height:
+        raise InputError(f"rows of the window ({outside[GRANULARITY][0]}, {outside[START][0]})"
+                         f", which is not in windows ({outside.height} rows outside them)")
+    return rows
+
+
+def _same_types(rows: pl.DataFrame, kept: pl.DataFrame, version: Path) -> None:
+    """An ``InputError`` if a column of ``rows`` has another type in the kept windows' files
+    (one file per run: a run writes one schema)."""
+    for run, granularity, start in (kept.filter(pl.col("rows") > 0)
+                                    .unique("run_id", keep="first", maintain_order=True)
+                                    .select("run_id", GRANULARITY, START).iter_rows()):
+        file = version / window_folder(granularity, start) / f"part-{run}.parquet"
+        try:
+            schema = pl.read_parquet_schema(file)
+        except (OSError, pl.exceptions.PolarsError) as error:
+            raise InputError(f"cannot read {file} of the history: {error}; nothing was "
+                             "changed (full_refresh=True starts the history over)") from error
+        for name, dtype in rows.schema.items():
+            theirs = schema.get(name)
+            if theirs is not None and pl.Null not in (dtype, theirs) and dtype != theirs:
+                raise InputError(f"rows: column {name!r} is {dtype}, but {theirs} in the "
+                                 f"history's rows of run {run}: readers take the table by "
+                                 "column name, one type each; cast it, or start the history "
+                                 "over with full_refresh=True")
+
+
+def _link_windows(kept: pl.DataFrame, old: Path, new: Path) -> None:
+    """Hard links in ``new`` to the files of the ``kept`` windows in ``old``: no copies."""
+    for granularity, start in kept.filter(pl.col("rows") > 0).select(GRANULARITY,
+                                                                     START).iter_rows():
+        folder = window_folder(granularity, start)
+        (new / folder).mkdir(parents=True)
+        files = [f for f in os.listdir(old / folder) if f.endswith(".parquet")]
+        if not files:
+            raise InputError(f"history version {old} has no files for the window {folder}; "
+                             "nothing was changed (full_refresh=True starts it over)")
+        for name in files:
+            os.link(old / folder / name, new / folder / name)
+
+
+def _write_windows(rows: pl.DataFrame, windows: pl.DataFrame, version: Path, *, job: str,
+                   run_id: str) -> datetime:
+    """Write each window's rows to its folder in ``version``; returns the time written."""
+    written = _now()
+    rows = rows.with_columns(run_id=pl.lit(run_id), computed_at=pl.lit(written, dtype=UTC_TIME),
+                             job=pl.lit(job)).join(
+        windows.select(GRANULARITY, START, "fingerprint"), on=[GRANULARITY, START],
+        how="left", maintain_order="left")
+    # parts by polars' keys, not Python's: 02:00 CEST and 02:00 CET, the hours of a night when
+    # clocks go back, are equal as Python datetimes of one zone (fold is not compared)
+    for part in rows.partition_by(GRANULARITY, START, maintain_order=True):
+        folder = version / window_folder(part[GRANULARITY][0], part[START][0])
+        folder.mkdir(parents=True)  # fails, rather than mixing, if two windows met in one
+        with open(folder / f"part-{run_id}.parquet", "wb") as handle:
+            part.write_parquet(handle)
+            handle.flush()
+            os.fsync(handle.fileno())  # on disk before the swap makes it visible
+    return written
+
+
+def _new_manifest(kept: pl.DataFrame, windows: pl.DataFrame, rows: pl.DataFrame,
+                  request_hash: str, run_id: str, written: datetime) -> pl.DataFrame:
+    counts = rows.group_by(GRANULARITY, START).agg(rows=pl.len().cast(pl.Int64))
+    new = (windows.join(counts, on=[GRANULARITY, START], how="left")
+           .select(GRANULARITY, START, END, "fingerprint", request_hash=pl.lit(request_hash),
+                   run_id=pl.lit(run_id), computed_at=pl.lit(written, dtype=UTC_TIME),
+                   rows=pl.col("rows").fill_null(0)))
+    schema = _manifest_frame(windows.schema[START]).schema
+    return pl.concat([kept.cast(schema), new.cast(schema)]).sort(GRANULARITY, START)
+
+
+def _sync_tree(folder: Path) -> None:
+    """fsync every folder of ``folder``: the links and files made there survive a crash."""
+    for inner, _, _ in os.walk(folder, topdown=False):
+        _sync_folder(Path(inner))
+
+
+def _sync_folder(folder: Path) -> None:
+    if os.name != "posix":  # no fsync of a folder there
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError as error:  # some filesystems refuse it for folders
+        if error.errno not in (errno.EINVAL, errno.ENOTSUP):
+            raise
+    finally:
+        os.close(fd)
+
+
+# -- the lock --------------------------------------------------------------------------------
+
+def _read_lock(lock: Path) -> tuple[bytes | None, dict[str, Any]]:
+    """The lock file's bytes (None: there is none) and what they say ({} while it is being
+    written)."""
+    try:
+        seen = lock.read_bytes()
+    except FileNotFoundError:
+        return None, {}
+    try:
+        holder = json.loads(seen)
+    except ValueError:
+        return seen, {}
+    return seen, holder if isinstance(holder, dict) else {}
+
+
+def _stale(lock: Path, holder: dict[str, Any], stale_after: float) -> str:
+    """Why the lock of ``holder`` is stale, or ''."""
+    pid, host = holder.get("pid"), holder.get("host")
+    if host == socket.gethostname() and isinstance(pid, int) and pid > 0 and not _alive(pid):
+        return f"process {pid} is not running"
+    try:
+        age = time.time() - lock.stat().st_mtime
+    except FileNotFoundError:
+        return ""
+    return f"the lock is {age / 3600:.1f} h old" if age > stale_after else ""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def _take_over(lock: Path, seen: bytes) -> bool:
+    """Remove the lock whose bytes were ``seen``, unless another run has made a new one since;
+    of two runs taking over one lock, one does."""
+    grabbed = lock.with_name(f".{lock.name}.{secrets.token_hex(8)}")
+    try:
+        os.rename(lock, grabbed)  # one rename of a file succeeds: the run doing it decides
+    except FileNotFoundError:
+        return False
+    if grabbed.read_bytes() != seen:  # a new lock made meanwhile: put it back
+        with suppress(FileExistsError):  # a third run's lock: the lock put back is lost
+            os.link(grabbed, lock)
+        grabbed.unlink()
+        return False
+    grabbed.unlink()
+    return True
+
+
+def _holder(holder: dict[str, Any]) -> str:
+    if not holder:
+        return "a run starting now"
+    return (f"pid {holder.get('pid')} on {holder.get('host')}, since "
+            f"{holder.get('started_at')}")
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
