@@ -341,6 +341,9 @@ class History:
                 os.fsync(handle.fileno())
             _sync_tree(version)
             _sync_folder(manifest.parent)
+            if self._write_meta:
+                self._save_meta()
+            _before_swap(version)
             self._check_held()
             link = self.path / f".{CURRENT}.{secrets.token_hex(8)}"
             os.symlink(version.name, link)
@@ -350,7 +353,7 @@ class History:
                 link.unlink(missing_ok=True)
                 raise
         except BaseException:
-            if _current_number(self.path) != new:  # not swapped: the half-made version goes
+            if _link_target(self.path / CURRENT) != version.name:  # not swapped: it goes
                 _remove_version(self.path, new)
             raise
         _sync_folder(self.path)
@@ -393,11 +396,11 @@ def read(path: str | os.PathLike[str]) -> pl.DataFrame:
             frames = [pl.read_parquet(file, hive_partitioning=False)
                       for granularity, start in windows.filter(pl.col("rows") > 0)
                       .select(GRANULARITY, START).iter_rows()
-                      for file in sorted((version / window_folder(granularity, start))
-                                         .glob("*.parquet"))]
-        except FileNotFoundError:
+                      for file in _window_files(version, window_folder(granularity, start))]
+        except FileNotFoundError as error:
             if attempt == 2:
-                raise
+                raise InputError(f"history {root}: {error.filename} is gone (a damaged "
+                                 "history, or one written twice while this read)") from error
             continue  # two runs swapped while this read: the version read is gone, read anew
         if frames:
             return pl.concat(frames, how="diagonal_relaxed")
@@ -486,7 +489,7 @@ def _clean(root: Path, current: int | None) -> None:
         if current is None or number > current:
             _remove_version(root, number)
     for name in os.listdir(root):
-        if name.startswith(f".{CURRENT}.") or name.startswith(f".{META}."):
+        if name.startswith((f".{CURRENT}.", f".{META}.")):
             os.unlink(root / name)
 
 
@@ -543,10 +546,12 @@ def _check_rows(rows: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
     ours = [c for c in ADDED if c in rows.columns]
     if ours:
         raise InputError(f"rows have the column {ours[0]!r}, which the history adds")
-    if rows.height and rows.schema[START] != windows.schema[START]:
+    if not rows.height:  # no rows, whatever their types: nothing to write
+        return windows.select(GRANULARITY, START).clear()
+    if rows.schema[START] != windows.schema[START]:
         raise InputError(f"rows: window_start is {rows.schema[START]}, but {windows.schema[START]}"
                          " in windows")
-    if rows.height and rows.schema[GRANULARITY] != pl.String:
+    if rows.schema[GRANULARITY] != pl.String:
         raise InputError(f"rows: granularity must be text, got {rows.schema[GRANULARITY]}")
     outside = rows.join(windows, on=[GRANULARITY, START], how="anti")
     if outside.height:
@@ -582,12 +587,14 @@ def _link_windows(kept: pl.DataFrame, old: Path, new: Path) -> None:
                                                                      START).iter_rows():
         folder = window_folder(granularity, start)
         (new / folder).mkdir(parents=True)
-        files = [f for f in os.listdir(old / folder) if f.endswith(".parquet")]
-        if not files:
-            raise InputError(f"history version {old} has no files for the window {folder}; "
-                             "nothing was changed (full_refresh=True starts it over)")
-        for name in files:
-            os.link(old / folder / name, new / folder / name)
+        try:
+            files = _window_files(old, folder)
+        except FileNotFoundError as error:
+            raise InputError(f"history version {old} lacks the files of the window {folder} "
+                             "it lists; nothing was changed (full_refresh=True starts it "
+                             "over)") from error
+        for file in files:
+            os.link(file, new / folder / file.name)
 
 
 def _write_windows(rows: pl.DataFrame, windows: pl.DataFrame, version: Path, *, job: str,
@@ -619,6 +626,22 @@ def _new_manifest(kept: pl.DataFrame, windows: pl.DataFrame, rows: pl.DataFrame,
                    rows=pl.col("rows").fill_null(0)))
     schema = _manifest_frame(windows.schema[START]).schema
     return pl.concat([kept.cast(schema), new.cast(schema)]).sort(GRANULARITY, START)
+
+
+def _window_files(version: Path, folder: str) -> list[Path]:
+    """The data files of a window of ``rows`` > 0; ``FileNotFoundError`` if there are none (a
+    version deleted while it was read)."""
+    names = sorted(f for f in os.listdir(version / folder) if f.endswith(".parquet"))
+    if not names:
+        raise FileNotFoundError(errno.ENOENT, "no data files", str(version / folder))
+    return [version / folder / name for name in names]
+
+
+def _link_target(link: Path) -> str | None:
+    try:
+        return os.readlink(link)
+    except OSError:
+        return None
 
 
 def _sync_tree(folder: Path) -> None:

@@ -129,7 +129,9 @@ def sql(metrics: str | Sequence[str] | None = None, *, task: Task | None = None,
         source = exp.Subquery(this=request.window.sql(source, kind, end=True),
                               alias=exp.TableAlias(this=exp.to_identifier("windowed")))
         segments = [*windows.COLUMNS, windows.END, *segments]
-    builder = _Builder(dialect, segments, truth_type)
+    # the granularities in the order given, as evaluate lays them out (not as text sorts)
+    ranks = {} if request.window is None else {windows.GRANULARITY: request.window.every}
+    builder = _Builder(dialect, segments, truth_type, ranks)
     if task == "clustering":
         body = builder.clustering(source, cols, weight, request.plan(task), cell_types)
         what = ", ".join(request.metric_names(task))
@@ -386,8 +388,10 @@ def _shown(value: object) -> str:
 class _Builder:
     """CTEs of the steps, renamed so that several families live in one statement."""
 
-    def __init__(self, dialect: str, by: list[str], truth_type: pl.DataType | None) -> None:
+    def __init__(self, dialect: str, by: list[str], truth_type: pl.DataType | None,
+                 ranks: Mapping[str, Sequence[str]] | None = None) -> None:
         self.dialect, self.by, self.truth_type = dialect, by, truth_type
+        self.ranks = dict(ranks or {})  # segment columns ordered by their values' rank
         self.one_label = False  # no label column: every row has one label (_source)
         self.keys = dialects.segment_keys(by)
         self.ctes: dict[str, exp.Expression] = {}
@@ -456,8 +460,14 @@ class _Builder:
                 for k, c in zip(self.keys, self.by, strict=True)]
 
     def _order(self, select: exp.Select, *columns: str | exp.Expression,
-               descending: Sequence[str] = ()) -> exp.Select:
-        keys = [exp.column(exp.to_identifier(c, quoted=True)) for c in self.by]
+               descending: Sequence[str] = (), keyed: bool = False) -> exp.Select:
+        """``select`` ordered by the segments, then ``columns``; a segment of ``ranks`` by
+        its value's rank there, read from the segment column (``keyed``: from its key, the
+        input's column, where an expression may not read the output's name: PostgreSQL)."""
+        keys: list[exp.Expression] = [
+            exp.column(exp.to_identifier(c, quoted=True)) if c not in self.ranks else
+            _rank(exp.column(k) if keyed else exp.column(exp.to_identifier(c, quoted=True)),
+                  self.ranks[c]) for k, c in zip(self.keys, self.by, strict=True)]
         keys += [exp.column(c) if isinstance(c, str) else c for c in columns]
         return select.order_by(*(exp.Ordered(this=k, desc=isinstance(k, exp.Column)
                                              and k.name in descending,
@@ -669,7 +679,7 @@ class _Builder:
         rest = [p.alias_or_name for p in final.selects if p.alias_or_name != "segment"]
         out = exp.select(*self._segments_out(), *rest).from_(cte)
         order = [c for c in ("label", "threshold", "bin") if c in rest]
-        return self._with(self._order(out, *order, descending=["threshold"]))
+        return self._with(self._order(out, *order, descending=["threshold"], keyed=True))
 
     def _sweep(self, cte: str, keys: list[str]) -> exp.Select:
         def metric(name: str) -> exp.Expression:
@@ -696,7 +706,8 @@ class _Builder:
                                                          expression=total.copy()))]), "fpr"),
             "precision", "recall",
         ).from_(exp.Subquery(this=wide, alias=exp.TableAlias(this=exp.to_identifier("wide"))))
-        return self._order(out, "label", exp.column("threshold"), descending=["threshold"])
+        return self._order(out, "label", exp.column("threshold"), descending=["threshold"],
+                           keyed=True)
 
 
 def _own_ctes_prefixed(tree: exp.Expression, prefix: str) -> exp.Expression:

@@ -189,8 +189,10 @@ def _instant(local: pl.Expr, zone: str) -> pl.Expr:
     """Wall-clock times in ``zone`` as instants there: a time repeated when clocks go back is
     its first instant; a time skipped when they go forward, the instant they went (a day
     that starts at a skipped midnight starts then)."""
-    shifted = (local + timedelta(hours=1)).dt.replace_time_zone(
-        zone, ambiguous="earliest", non_existent="null") - timedelta(hours=1)
+    # a skipped time read at the offset before the change (an hour earlier exists, then an
+    # hour later as an instant): the start of a skipped hour or midnight is the change itself
+    shifted = (local - timedelta(hours=1)).dt.replace_time_zone(
+        zone, ambiguous="earliest", non_existent="null") + timedelta(hours=1)
     return local.dt.replace_time_zone(zone, ambiguous="earliest",
                                       non_existent="null").fill_null(shifted)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -218,7 +219,7 @@ def test_rows_outside_their_windows_are_refused(tmp_path, rows, message):
 def test_replace_runs_only_under_the_lock_and_with_a_file_name_for_run_id(tmp_path):
     history = History.open(tmp_path / "history", "nightly")
     windows = windows_of(DAYS)
-    with pytest.raises(InputError, match="inside `with history.lock"):
+    with pytest.raises(InputError, match=r"inside `with history.lock"):
         history.replace(rows_of(windows, 0.5), windows, run_id="night-1", request_hash="r1")
     with pytest.raises(InputError, match="run_id must be"):
         write(history, windows, 0.5, "../night-1")
@@ -242,7 +243,7 @@ def test_stale_windows_are_new_or_from_other_inputs_or_another_request(tmp_path)
     refresh = History.open(path, "nightly", full_refresh=True)
     assert refresh.stale(candidates, request_hash="r1")["reason"].to_list() == \
         ["full_refresh"] * 4
-    with pytest.raises(InputError, match="window_start is Datetime.*but the history's is Date"):
+    with pytest.raises(InputError, match=r"window_start is Datetime.*but the history's is Date"):
         history.stale(windows_of([datetime(2024, 3, 1)], dtype=pl.Datetime("us", "UTC")), "r1")
 
 
@@ -406,7 +407,8 @@ def test_a_stale_lock_is_taken_over_with_a_warning(tmp_path):
 
 def test_another_jobs_history_is_refused_unless_started_over(tmp_path, monkeypatch):
     path = tmp_path / "history"
-    write(History.open(path, "nightly"), windows_of(DAYS), 0.5, "night-1")
+    nightly = History.open(path, "nightly")
+    write(nightly, windows_of(DAYS), 0.5, "night-1")
     before = read(path)
     with pytest.raises(InputError, match="belongs to the job 'nightly', not 'weekly'"):
         History.open(path, "weekly")
@@ -423,6 +425,10 @@ def test_another_jobs_history_is_refused_unless_started_over(tmp_path, monkeypat
     assert (table["granularity"].to_list(), set(table["job"])) == (["1w", "1w"], {"weekly"})
     assert json.loads(meta.read_text())["job"] == "weekly"
     assert History.open(path, "weekly").windows().height == 1
+    tree = files(path)
+    with pytest.raises(InputError, match="belongs to the job 'weekly' now, not 'nightly'"):
+        write(nightly, windows_of(DAYS), 0.5, "night-2")  # opened before the weekly run
+    assert files(path) == tree
 
 
 def test_a_full_refresh_keeps_no_window_it_was_not_given(tmp_path):
@@ -495,6 +501,19 @@ def test_a_damaged_history_is_refused_and_nothing_is_overwritten(tmp_path, damag
     write(History.open(path, "nightly", full_refresh=True), windows_of(DAYS[:2]), 0.8, "n-4")
     assert set(read(path)["run_id"]) == {"n-4"}
     assert History.open(path, "nightly").windows().height == 2
+
+
+def test_a_version_missing_a_windows_files_is_refused(tmp_path):
+    path = tmp_path / "history"
+    history = History.open(path, "nightly")
+    write(history, windows_of(DAYS), 0.5, "night-1")
+    shutil.rmtree(path / "v000001" / store.window_folder("1d", DAYS[0]))
+    tree = files(path)
+    with pytest.raises(InputError, match="window_start=2024-03-01 is gone"):
+        read(path)
+    with pytest.raises(InputError, match=r"window_start=2024-03-01.*nothing was changed"):
+        write(history, windows_of(DAYS[1:2], fingerprint="f2"), 0.7, "night-2")
+    assert files(path) == tree
 
 
 # -- times ---------------------------------------------------------------------------------------

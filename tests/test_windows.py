@@ -22,6 +22,7 @@ import pytest
 
 import mleval_sql as me
 from mleval_sql.cli import main
+from mleval_sql.engines import local_engines
 from mleval_sql.errors import DataWarning, InputError
 from mleval_sql.windows import Window
 from tests.data import make_predictions
@@ -88,10 +89,11 @@ def expected_members(times: list[Moment | None], every: list[str],
 # -- data --------------------------------------------------------------------------------------
 
 def timed(task: str, first: Moment, span: timedelta, *, seed: int = 11, n_samples: int = 60,
-          weighted: bool = True) -> pl.DataFrame:
+          weighted: bool = True, ordered: bool = False) -> pl.DataFrame:
     """``make_predictions``'s rows (tied scores, weights with zeros, segments ``region``), each
     sample at one random time in ``[first, first + span)``: to the minute for a timestamp
-    (aware: a UTC column; naive: a column without a time zone), to the day for a date."""
+    (aware: a UTC column; naive: a column without a time zone), to the day for a date
+    (``ordered``: the times in the samples' order)."""
     frame = make_predictions(task, seed, n_samples=n_samples, weighted=weighted,  # type: ignore[arg-type]
                              complete=True)
     rng = np.random.default_rng(seed)
@@ -101,6 +103,8 @@ def timed(task: str, first: Moment, span: timedelta, *, seed: int = 11, n_sample
         times: list[Moment] = [first + timedelta(minutes=int(s)) for s in steps]
     else:
         times = [first + timedelta(days=int(s)) for s in rng.integers(0, span.days, samples.len())]
+    if ordered:
+        times.sort()
     return frame.join(pl.DataFrame({"sample": samples, "ts": times}), on="sample",
                       maintain_order="left")
 
@@ -197,18 +201,28 @@ def at(zone: str, *parts: int) -> datetime:
     return datetime(*parts, tzinfo=ZoneInfo(zone)).astimezone(UTC)
 
 
+def spans(got: pl.DataFrame) -> dict[tuple[str, Moment], tuple[datetime, datetime, int]]:
+    """(granularity, wall-clock start) -> the window's start and end as UTC instants (compared
+    in UTC: Python never finds a time of a repeated hour equal to one of another zone) and
+    the set of its rows (:func:`tp_frame`)."""
+    instant = pl.col("window_start", "window_end").dt.convert_time_zone("UTC")
+    return {(g, naive(s)): (a, b, int(v)) for g, s, a, b, v in got.select(
+        "granularity", "window_start", instant.name.suffix("_utc"), "value").iter_rows()}
+
+
 def check_members(times: list[Moment | None], window: Any, engine: str) -> pl.DataFrame:
     """The windows of ``times`` are those zoneinfo finds, each holding the same rows, and each
     row's instant is in its window's [window_start, window_end) as instants too."""
     parsed = Window.parse(window)
     got, held = members(times, window, engine)
     assert held == expected_members(times, list(parsed.every), parsed.time_zone)
-    for grain, start, end, value in got.select(*WINDOW, "value").iter_rows():
-        for i in held[grain, naive(start)]:
-            t = times[i]
-            if isinstance(t, datetime) and t.tzinfo is not None:
-                assert start <= t < end, (grain, start, end, t)
-        assert value > 0
+    if got.schema["window_start"] != pl.Date:
+        for key, (start, end, _) in spans(got).items():
+            assert start < end, key
+            for i in held[key]:
+                t = times[i]
+                if isinstance(t, datetime) and t.tzinfo is not None:
+                    assert start <= t < end, (key, start, end, t)
     return got
 
 
@@ -233,13 +247,15 @@ def test_utc_instants_in_new_york_and_kolkata(engine):
 def test_naive_timestamps_are_wall_clock_time_in_the_zone(engine):
     times: list[Moment | None] = [datetime(2026, 1, 14, 23, 59), datetime(2026, 1, 15),
                                   datetime(2026, 3, 8, 2, 30)]  # 02:30: a time New York skips
+    # (its hour has no instants: naive data there is no test of hours, see windows._instant)
     for zone in (NY, KOLKATA):
         got, held = members(times, f"ts:1d@{zone}", engine)
         assert held == {("1d", datetime(2026, 1, 14)): {0}, ("1d", datetime(2026, 1, 15)): {1},
                         ("1d", datetime(2026, 3, 8)): {2}}
         assert got.schema["window_start"] == pl.Datetime("us", zone)
         assert got["window_start"][1] == datetime(2026, 1, 15, tzinfo=ZoneInfo(zone))
-    check_members(times, "ts:1h,1w,1mo@America/New_York", engine)
+    check_members(times, "ts:1d,1w,1mo@America/New_York", engine)
+    check_members(times[:2], "ts:1h@America/New_York", engine)
 
 
 def test_dates_are_calendar_days(engine):
@@ -289,36 +305,35 @@ FALL = [at(NY, 2026, 10, 31, 23, 59), at(NY, 2026, 11, 1), *(
     at(NY, 2026, 11, 1, 23, 59), at(NY, 2026, 11, 2)]
 
 
+def utc(*parts: int) -> datetime:
+    return datetime(*parts, tzinfo=UTC)
+
+
 def test_days_and_hours_where_clocks_change(engine):
-    hours = timedelta(hours=1)
-    got = check_members(SPRING, "ts:1h,1d@America/New_York", engine)
-    day = got.filter(pl.col("granularity") == "1d", pl.col("window_start").dt.day() == 8)
-    assert day["window_start"][0] == datetime(2026, 3, 8, 5, tzinfo=UTC)
-    assert day["window_end"][0] - day["window_start"][0] == 23 * hours
-    assert int(day["value"][0]) == 0b011110  # the rows of that local day, exactly
-    hourly = {naive(s): (e - s, int(v)) for g, s, e, v in
-              got.select(*WINDOW, "value").iter_rows() if g == "1h"}
-    assert hourly[datetime(2026, 3, 8, 1)] == (hours, 0b100)  # 01:00 EST, then 03:00 EDT
-    assert hourly[datetime(2026, 3, 8, 3)] == (hours, 0b1000)
-    assert datetime(2026, 3, 8, 2) not in hourly
+    got = spans(check_members(SPRING, "ts:1h,1d@America/New_York", engine))
+    # the 23-hour day holds exactly the rows of that local day
+    assert got["1d", datetime(2026, 3, 8)] == (utc(2026, 3, 8, 5), utc(2026, 3, 9, 4), 0b011110)
+    # 01:00 EST, then 03:00 EDT: an hour each, and no window for the hour skipped
+    assert got["1h", datetime(2026, 3, 8, 1)] == (utc(2026, 3, 8, 6), utc(2026, 3, 8, 7), 0b100)
+    assert got["1h", datetime(2026, 3, 8, 3)] == (utc(2026, 3, 8, 7), utc(2026, 3, 8, 8), 0b1000)
+    assert ("1h", datetime(2026, 3, 8, 2)) not in got
 
-    got = check_members(FALL, "ts:1h,1d@America/New_York", engine)
-    day = got.filter(pl.col("granularity") == "1d", pl.col("window_start").dt.day() == 1)
-    assert day["window_start"][0] == datetime(2026, 11, 1, 4, tzinfo=UTC)
-    assert day["window_end"][0] == datetime(2026, 11, 2, 5, tzinfo=UTC)
-    assert day["window_end"][0] - day["window_start"][0] == 25 * hours
-    assert int(day["value"][0]) == 0b011111110
-    hourly = {naive(s): (s, e, int(v)) for g, s, e, v in
-              got.select(*WINDOW, "value").iter_rows() if g == "1h"}
+    got = spans(check_members(FALL, "ts:1h,1d@America/New_York", engine))
+    assert got["1d", datetime(2026, 11, 1)] == (utc(2026, 11, 1, 4), utc(2026, 11, 2, 5),
+                                                0b011111110)  # 25 hours
     # the repeated hour is one window of two hours: 01:00 EDT to 02:00 EST
-    assert hourly[datetime(2026, 11, 1, 1)] == (
-        datetime(2026, 11, 1, 5, tzinfo=UTC), datetime(2026, 11, 1, 7, tzinfo=UTC), 0b111100)
-    assert hourly[datetime(2026, 11, 1, 2)][2] == 0b1000000
+    assert got["1h", datetime(2026, 11, 1, 1)] == (utc(2026, 11, 1, 5), utc(2026, 11, 1, 7),
+                                                   0b111100)
+    assert got["1h", datetime(2026, 11, 1, 2)] == (utc(2026, 11, 1, 7), utc(2026, 11, 1, 8),
+                                                   0b1000000)
+    assert got["1h", datetime(2026, 11, 1, 0)][:2] == (utc(2026, 11, 1, 4), utc(2026, 11, 1, 5))
 
-    santiago = [at("America/Santiago", 2026, 9, 5, 23, 59), datetime(2026, 9, 6, 4, tzinfo=UTC)]
-    got = check_members(santiago, "ts:1d@America/Santiago", engine)
-    assert got["window_end"][0] == got["window_start"][1] == datetime(2026, 9, 6, 4, tzinfo=UTC)
-    assert got["window_end"][1] - got["window_start"][1] == 23 * hours
+    # Santiago skips midnight: the day starts when clocks go to 01:00 (its start, shown there),
+    # and lasts 23 hours
+    santiago = [at("America/Santiago", 2026, 9, 5, 23, 59), utc(2026, 9, 6, 4)]
+    got = spans(members(santiago, "ts:1d@America/Santiago", engine)[0])
+    assert got == {("1d", datetime(2026, 9, 5)): (utc(2026, 9, 5, 4), utc(2026, 9, 6, 4), 0b1),
+                   ("1d", datetime(2026, 9, 6, 1)): (utc(2026, 9, 6, 4), utc(2026, 9, 7, 3), 0b10)}
 
 
 # -- 3. several granularities at once ----------------------------------------------------------
@@ -355,8 +370,11 @@ def test_curve_by_window_is_each_windows_curve(engine):
 
 
 def paired(seed: int = 5) -> pl.DataFrame:
-    """Two models scoring the same timed samples."""
-    base = timed("binary", datetime(2026, 3, 2, tzinfo=UTC), timedelta(days=14), seed=seed)
+    """Two models scoring the same timed samples, the times in the samples' order: the first
+    window's samples are the input's first, ranked alike in the window's rows and in all (the
+    bootstrap's draws hash a sample's rank among the input's)."""
+    base = timed("binary", datetime(2026, 3, 2, tzinfo=UTC), timedelta(days=14), seed=seed,
+                 ordered=True)
     rng = np.random.default_rng(seed)
     other = base.with_columns(
         score=pl.Series(np.clip(base["score"].to_numpy() + rng.normal(0, 0.2, base.height), 0, 1)
@@ -368,13 +386,13 @@ def paired(seed: int = 5) -> pl.DataFrame:
 def test_compare_by_window_is_compare_of_a_windows_rows(engine):
     frame = paired()
     options: dict[str, Any] = {"model": "model", "baseline": "a", "by": "region",
-                               "resamples": 40, "engine": engine, "task": "binary"}
+                               "resamples": 20, "engine": engine, "task": "binary"}
     got = me.compare(frame, ["roc_auc", "f1"], window="ts:1w@America/New_York", **options)
     assert got.columns[:4] == [*WINDOW, "region"]
     assert got.schema["window_start"] == pl.Datetime("us", NY)
     starts = got["window_start"].unique(maintain_order=True).to_list()
     assert len(starts) == 3
-    start = starts[1]
+    start = starts[0]
     local = pl.Series([wall(t, NY) for t in frame["ts"]])
     inside = frame.filter((local >= naive(start)) & (local < naive(start) + timedelta(weeks=1)))
     want = me.compare(inside, ["roc_auc", "f1"], **options)
@@ -504,6 +522,24 @@ def test_statement_on_postgres_equals_evaluate(postgres, pg_connection, task, me
         same_as_statement(psql_windows(postgres, statement, dated), want, ["region"])
 
 
+def test_curve_statement_equals_curve(postgres, pg_connection, tmp_path):
+    frame, path = statement_case("multilabel", datetime(2026, 3, 1, tzinfo=UTC),
+                                 timedelta(days=9), tmp_path)
+    load("postgres", pg_connection, "windows_curve", frame)
+    options = {"by": "region", "task": "multilabel", "window": "ts:1w,1d@Asia/Kolkata"}
+    want = naive_windows(me.curve(frame, "roc", **options))
+    assert list(dict.fromkeys(want["granularity"])) == ["1w", "1d"]
+    for dialect, rows in (("duckdb", lambda s: duckdb_rows(frame, "windows_curve", s)),
+                          ("postgres", lambda s: psql_windows(postgres, s, dated=False))):
+        got = rows(me.sql(curve="roc", dialect=dialect, table="windows_curve",
+                          schema_from=path, **options))
+        assert got.columns == want.columns, dialect
+        keys = [*WINDOW, "region", "label"]
+        assert got.select(keys).equals(want.select(keys)), dialect  # in curve's order
+        assert_frames_close(got.drop("threshold"), want.drop("threshold"))
+        assert got["threshold"].cast(pl.Float64).equals(want["threshold"]), dialect
+
+
 def test_statement_on_spark_equals_evaluate(spark, tmp_path):
     frame, path = statement_case("binary", datetime(2026, 3, 5, tzinfo=UTC), timedelta(days=6),
                                  tmp_path)
@@ -568,7 +604,7 @@ def test_window_on_spark_or_a_database_is_refused_before_it_runs(monkeypatch, ca
     monkeypatch.setattr("mleval_sql.engines.make_engine", ran)
     for engine in ("spark", "sql"):
         with pytest.raises(InputError, match=rf"window= runs on the engines that read files and "
-                           rf"frames \(polars, duckdb\), not on engine '{engine}'; .*"
+                           rf"frames \({', '.join(local_engines())}\), not on engine '{engine}'; .*"
                            "`mleval sql --window` writes the statement"):
             me.evaluate(BASE, "f1", task="binary", window="ts:1d", engine=engine)
     path = tmp_path / "preds.parquet"

@@ -9,7 +9,9 @@ Files in DIR: ``metrics.parquet`` / ``.csv`` (tidy, with the baseline and the de
 ``wide.parquet`` / ``.csv`` (one row per model x segment, one column per metric),
 ``curve_<kinds>.parquet`` (``curve_roc_pr``: one table of points draws both, at most
 ``max_points`` a curve), ``slices.parquet`` / ``.csv`` ([slices]), ``alerts.csv``,
-``summary.json`` and ``report.html``.
+``summary.json`` and ``report.html``. With a [window], the tables are of the latest window,
+and ``windows.parquet`` holds every window's metric rows with their segment's samples and
+weight (the trends' rows).
 
 >>> import mleval_sql as me
 >>> outcome = me.report("examples/report.toml", "report/")  # doctest: +SKIP
@@ -87,6 +89,8 @@ def report(job: str | os.PathLike[str] | Mapping[str, Any] | Job,
            for stem, table in sorted(result.curve_files().items())},
         **({"slices.parquet": result.slices.write_parquet,
             "slices.csv": result.slices.write_csv} if result.slices is not None else {}),
+        **({"windows.parquet": result.trend.write_parquet} if result.trend is not None
+           else {}),
     }
     written = []
     for name, write in files.items():
@@ -107,7 +111,7 @@ def report(job: str | os.PathLike[str] | Mapping[str, Any] | Job,
 #: The names of the files a report writes: in its folder, one of these that a run did not
 #: write is an earlier run's (a curve kind or [slices] since dropped) and is removed.
 OWN_FILES = ("metrics.parquet", "metrics.csv", "wide.parquet", "wide.csv", "alerts.csv",
-             "curve_*.parquet", "slices.parquet", "slices.csv")
+             "curve_*.parquet", "slices.parquet", "slices.csv", "windows.parquet")
 
 
 def _drop_stale(output: Path, written: list[Path]) -> None:
@@ -172,7 +176,13 @@ def _summary(result: Any, versions: Mapping[str, str],
         "segments_too_small": int((~result.sizes["judged"]).sum()),
         "baseline": None if job.baseline is None else {
             "path": None if job.baseline.path is None else os.fspath(job.baseline.path),
-            "model": job.baseline.model},
+            "model": job.baseline.model, "previous": job.baseline.previous,
+            "window": job.baseline.window},
+        "window": None if job.window is None else {
+            "column": job.window.column, "every": list(job.window.every),
+            "time_zone": job.window.time_zone,
+            "windows": 0 if result.trend is None else result.trend.select(
+                "granularity", "window_start").n_unique()},
         "inputs": result.inputs,
         "versions": dict(versions),
         "seconds": {k: round(v, 3) for k, v in timings.items()},

@@ -265,6 +265,53 @@ def segment_dots(rows: pl.DataFrame, metric: str, models: Sequence[str],
     return render(figure, salt)
 
 
+def trend_grid(rows: pl.DataFrame, columns: Sequence[str], granularities: Sequence[str],
+               models: Sequence[str], salt: str) -> str:
+    """A panel per wide column (a metric at its average) and granularity: a line per model
+    over the windows (x: each window's start), its interval as a band where ``rows`` have
+    ``ci_low`` and ``ci_high``, the baseline (``baseline``) as a dashed line, a window that
+    alerted (``alerted``) ringed in red, and a window too small to judge (``judged`` false)
+    hollow."""
+    figure = require_matplotlib()(figsize=(3.6 * len(granularities) + 0.4,
+                                           2.2 * len(columns) + 0.6), layout="constrained")
+    axes = figure.subplots(len(columns), len(granularities), squeeze=False)
+    palette = colors(models)
+    bands = "ci_low" in rows.columns and "ci_high" in rows.columns
+    for r, column in enumerate(columns):
+        for c, grain in enumerate(granularities):
+            ax = axes[r][c]
+            panel = rows.filter(pl.col("column") == column, pl.col("granularity") == grain)
+            for model in models:
+                part = panel.filter(pl.col(MODEL) == model).sort("window_start")
+                if part.is_empty():
+                    continue
+                x, y = part["window_start"].to_list(), part["value"].to_list()
+                color = palette[model]
+                ax.plot(x, y, color=color, linewidth=1.2, label=model, zorder=2)
+                judged = part["judged"].to_list()
+                ax.scatter(x, y, s=16, zorder=3, edgecolors=color,
+                           color=[color if j else "#ffffff" for j in judged])
+                if bands and part["ci_low"].null_count() < part.height:
+                    ax.fill_between(x, part["ci_low"].to_list(), part["ci_high"].to_list(),
+                                    color=color, alpha=0.15, linewidth=0, zorder=1)
+                if part["baseline"].null_count() < part.height:
+                    ax.plot(x, part["baseline"].to_list(), color=color, linewidth=0.9,
+                            linestyle="--", zorder=2)
+                fired = part.filter(pl.col("alerted"))
+                if fired.height:
+                    ax.scatter(fired["window_start"].to_list(), fired["value"].to_list(),
+                               s=70, facecolors="none", edgecolors="#c62828", linewidths=1.2,
+                               zorder=4)
+            ax.set_title(f"{column}, {grain}", fontsize=8)
+            ax.tick_params(labelsize=6.5)
+            ax.grid(alpha=0.3)
+            for label in ax.get_xticklabels():
+                label.set_rotation(30)
+                label.set_horizontalalignment("right")
+    axes[0][0].legend(fontsize=7, frameon=False)
+    return render(figure, salt)
+
+
 def slice_dots(rows: Sequence[Mapping[str, Any]], metric: str, salt: str) -> str:
     """The weakest slices of each model, a line each (a model's slices together, worst first):
     the slice's value (a dot in the model's colour) joined to the rest of the data's (grey),

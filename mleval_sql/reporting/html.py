@@ -22,7 +22,7 @@ from typing import Any
 import polars as pl
 
 from mleval_sql.params import curve_bins
-from mleval_sql.reporting import charts
+from mleval_sql.reporting import charts, over_time
 from mleval_sql.reporting.job import MODEL, OVERALL, SEGMENT, SEGMENTATION, Job, JobError
 from mleval_sql.reporting.run import (
     LOWER_IS_BETTER,
@@ -168,6 +168,7 @@ def context(result: Result, versions: Mapping[str, str]) -> dict[str, Any]:
         "models": models, "columns": columns, "overview": overview,
         "has_baseline": job.baseline is not None,
         "baseline": _baseline_text(result), "rank": rank, "rank_metric": rank_metric,
+        "window": _window_text(result),
         "alerts": alerts, "tested": any(a["significant"] for a in alerts),
         "rules": [r.describe() for r in job.rules],
         "significant": significant, "tests": _tests(result.tests, job.fdr),
@@ -226,10 +227,26 @@ def render_html(result: Result, versions: Mapping[str, str]) -> str:
     return environment().get_template("report.html.j2").render(**context(result, versions))
 
 
+def _window_text(result: Result) -> str | None:
+    """The window the page's tables are of (the latest of the job's first granularity)."""
+    window = result.job.window
+    if window is None or result.trend is None or result.trend.is_empty():
+        return None
+    latest = over_time.latest_window(result.trend, window.every)
+    assert latest is not None
+    grain, start = latest
+    end = result.trend.filter(pl.col("granularity") == grain,
+                              pl.col("window_start") == start)["window_end"][0]
+    return f"the {grain} window [{start}, {end}) of {window.column}, the latest"
+
+
 def _baseline_text(result: Result) -> str | None:
     base = result.job.baseline
     if base is None:
         return None
+    if base.previous or base.window is not None:
+        which = "the window before" if base.previous else f"the window of {base.window}"
+        return which + (f", model {base.model}" if base.model else ", the same model")
     if base.path is not None and base.model is not None:
         return f"model {base.model} of the run in {base.path}"
     if base.path is not None:
@@ -298,6 +315,8 @@ def _charts(result: Result, ranked: pl.DataFrame | None, rows: pl.DataFrame,
     which = (f"the overall row and the {job.top} weakest and {job.top} strongest segments by "
              f"{rank}" if rank else "the first segments")
     out = []
+    if result.trend is not None:
+        out.append(_trends(result, models))
     if rank is not None:
         dots = rows.filter(pl.col("column") == rank).join(
             result.sizes.select(MODEL, SEGMENT, "judged"), on=[MODEL, SEGMENT], how="left")
@@ -356,6 +375,35 @@ def _charts(result: Result, ranked: pl.DataFrame | None, rows: pl.DataFrame,
                                                                   maintain_order=True).items()},
                         labels, "confusion")})
     return out
+
+
+def _trends(result: Result, models: list[str]) -> dict[str, str]:
+    """The trend chart: each metric asked (overall, at its first average) over the windows of
+    each granularity, a line per model."""
+    job = result.job
+    assert result.trend is not None and job.window is not None
+    rows = summary_rows(result, result.trend).filter(pl.col(SEGMENTATION) == OVERALL)
+    keys = [MODEL, SEGMENT, "metric", "average", "label"]
+    fired = result.alerts.select(*keys).unique().with_columns(alerted=pl.lit(True))
+    grain = job.window.every[0]  # the alerts judge its latest window
+    latest = rows.filter(pl.col("granularity") == grain,
+                         pl.col("window_start") == pl.col("window_start").max())
+    rows = rows.join(latest.select(*keys, "granularity", "window_start").join(
+        fired, on=keys, nulls_equal=True), on=[*keys, "granularity", "window_start"],
+        how="left", nulls_equal=True).with_columns(pl.col("alerted").fill_null(False))
+    sizes = result.trend.select(MODEL, SEGMENT, "granularity", "window_start", "samples",
+                                "weight").unique()
+    rows = rows.join(sizes, on=[MODEL, SEGMENT, "granularity", "window_start"], how="left",
+                     nulls_equal=True).with_columns(
+        judged=(pl.col("samples") >= job.min_samples) & (pl.col("weight") >= job.min_weight))
+    columns = [c for c in dict.fromkeys(rows["column"].to_list())]
+    bands = "ci_low" in rows.columns
+    note = (f"Overall, each window of {job.window.column} ({job.window.time_zone}); a line per "
+            "model" + (f", its band the {_level(job)} intervals" if bands else "") +
+            ("; dashed: the baseline" if job.baseline is not None and not job.baseline.previous
+             else "") + "; hollow: too small to judge; red rings: the latest window's alerts.")
+    return {"id": "trends", "title": "Trends", "note": note,
+            "svg": charts.trend_grid(rows, columns, job.window.every, models, "trends")}
 
 
 def _per_label(result: Result, flags: Flags) -> list[dict[str, Any]]:

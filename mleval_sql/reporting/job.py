@@ -19,11 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mleval_sql import windows
 from mleval_sql.engines import ENGINES, local_engines
 from mleval_sql.params import CURVE_PARAMS, PARAMS, RESULT_COLUMNS
 from mleval_sql.registry import AVERAGES, METRICS
 from mleval_sql.request import OPTIONS, Request
 from mleval_sql.schema import InputError
+from mleval_sql.windows import Window
 
 CURVE_KINDS = CURVE_PARAMS["kind"].choices
 #: The parameters of evaluate a job may set at its top level (a sweep's thresholds are the
@@ -47,7 +49,8 @@ REPORT_COLUMNS = frozenset({
     "baseline_ci_high", "paired_p", "samples", "weight", "judged", "rows", "rule", "rule_key",
     "description", "p_value", "q_value", "tp", "fp", "fn", "tn", "tpr", "fpr", "precision",
     "recall", "f1", "bin", "lower", "upper", "mean_score", "observed_rate", "level", "size",
-    "rest_value", "score", "error", "max_error", "difference", *METRICS,
+    "rest_value", "score", "error", "max_error", "difference", *windows.COLUMNS, windows.END,
+    *METRICS,
     *(f"{m}_{a}" for m in METRICS for a in AVERAGES)})
 
 
@@ -118,10 +121,14 @@ class Rule:
 
 @dataclass(frozen=True)
 class Baseline:
-    """A previous run's output folder (``path``), and/or a model to compare every model with."""
+    """A previous run's output folder (``path``), and/or a model to compare every model with;
+    with a window, the previous window (``previous``) or a window of the history (``window``,
+    its start: ``2026-10`` is the month's first window)."""
 
     path: Path | None = None
     model: str | None = None
+    previous: bool = False
+    window: str | None = None
 
 
 @dataclass(frozen=True)
@@ -160,6 +167,8 @@ class Job:
     min_weight: float = 0.0
     fdr: float = 0.05  # the false discovery rate of the significant rules' tests
     slices: Slices | None = None
+    window: Window | None = None  # [window]: every table per time window
+    history: Path | None = None  # [history] path: every window's rows kept there
     file: Path | None = None
 
     @property
@@ -201,7 +210,7 @@ class Job:
                    "engine": self.engine, "memory_limit": self.memory_limit,
                    "threads": self.threads if "threads" in taken else None,
                    "reproducible": self.reproducible, "storage_options": source.storage_options,
-                   "as_of": source.as_of,
+                   "as_of": source.as_of, "window": self.window,
                    **(self.options if action in ("evaluate", "compare", "slices") else {})}
         return Request.build(action, **{**options, **more})
 
@@ -311,9 +320,26 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
     top_n = report.get("top", int, default=3)
     max_labels = report.get("max_labels", int, default=8)
     report.done()
+    window = _window(top.get("window", dict)) if "window" in data else None
+    history = None
+    if "history" in data:
+        table = _Table(top.get("history", dict), "history")
+        place = Path(table.get("path", str, required=True))
+        history = place if place.is_absolute() else base / place
+        table.done()
+        if window is None:
+            raise JobError("history: keeps the rows of each time window; the job names none "
+                           "([window] column = ..., every = ...)")
     baseline = None
     if "baseline" in data:
         table = _Table(top.get("baseline", dict), "baseline")
+        previous = table.get("previous", bool, default=False)
+        period = table.get("window", str, default=None)
+        if (previous or period is not None) and window is None:
+            raise JobError("baseline: previous and window compare time windows; the job "
+                           "names none ([window] column = ..., every = ...)")
+        if previous and period is not None:
+            raise JobError("baseline: previous = true or window = ..., not both")
         path = table.get("path", str, default=None)
         folder = None
         if path is not None:
@@ -322,11 +348,15 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
                 raise JobError(f"baseline.path: {os.fspath(folder)!r} holds no metrics.parquet "
                                "(expected the output folder of an earlier run)")
         model = table.get("model", str, default=None)
-        if folder is None and model is None:
+        if folder is None and model is None and not previous and period is None:
             raise JobError("baseline: expected path (an earlier run's output folder), model "
-                           "(one of the models), or both")
+                           "(one of the models), or both; with a window, previous = true or "
+                           "window = a window's start")
+        if folder is not None and (previous or period is not None):
+            raise JobError("baseline: path (an earlier run) or a window of this job's "
+                           "history, not both")
         table.done()
-        baseline = Baseline(folder, model)
+        baseline = Baseline(folder, model, previous, period)
     alerts = _Table(top.get("alerts", dict, default={}), "alerts")
     min_samples = alerts.get("min_samples", int, default=0)
     min_weight = float(alerts.get("min_weight", (int, float), default=0))
@@ -343,7 +373,8 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
               average=list(dict.fromkeys(average)), options=options, curves=kinds,
               max_points=max_points, sweep_bins=sweep_bins, rank_by=rank_by, top=top_n,
               max_labels=max_labels, baseline=baseline, rules=rules, min_samples=min_samples,
-              min_weight=min_weight, fdr=fdr, slices=slices, file=file)
+              min_weight=min_weight, fdr=fdr, slices=slices, window=window,
+              history=history, file=file)
     top.done()
     return job
 
@@ -380,6 +411,19 @@ def _slices(data: Any, options: Mapping[str, Any]) -> Slices:
     intervals = {k: options[k] for k in ("ci", "resamples", "seed")
                  if options.get("ci") is not None}
     return Slices(metric, tuple(over), {**given, **intervals})
+
+
+def _window(data: Any) -> Window:
+    """[window]: column, every (a granularity or a list) and time_zone, as ``window=``."""
+    table = _Table(data, "window")
+    given = {"column": table.get("column", str, required=True),
+             "every": table.get("every", (str, list), required=True),
+             "time_zone": table.get("time_zone", str, default="UTC")}
+    table.done()
+    try:
+        return Window.parse(given)
+    except InputError as error:
+        raise JobError(str(error)) from None
 
 
 def _source(data: Any, key: str, base: Path, shared: Mapping[str, str]) -> Source:

@@ -31,6 +31,7 @@ from mleval_sql.api import Outcome
 from mleval_sql.api import run as run_request
 from mleval_sql.params import PARAMS, RESULT_COLUMNS
 from mleval_sql.registry import LOWER_IS_BETTER, METRICS
+from mleval_sql.reporting import over_time
 from mleval_sql.reporting.job import (
     MODEL,
     OVERALL,
@@ -45,6 +46,7 @@ from mleval_sql.reporting.job import (
 from mleval_sql.request import DRAWN, wide_column
 from mleval_sql.schema import InputError
 from mleval_sql.sources import as_source
+from mleval_sql.windows import COLUMNS, END
 
 #: Metrics that rank nothing: counts.
 NEUTRAL = frozenset({"tp", "tn", "support", "confusion_matrix"})
@@ -69,6 +71,8 @@ class Result:
     tests: int = 0  # how many tests the significant rules made (their FDR is controlled)
     timings: dict[str, float] = field(default_factory=dict)
     slices: pl.DataFrame | None = None  # the weakest slices of each model ([slices])
+    #: with a [window]: every window's metric rows with their segment's samples and weight
+    trend: pl.DataFrame | None = None
 
     @property
     def keys(self) -> list[str]:
@@ -156,7 +160,21 @@ def run(job: Job, progress: Progress | None = None) -> Result:
     size_table = _judged(_named(pl.concat(sizes, how="diagonal_relaxed"), job), job)
     size_table = _sorted(size_table, job, order)
     metrics = _sorted(_named(pl.concat(frames, how="diagonal_relaxed"), job), job, order)
-    metrics = _with_baseline(metrics, job)
+    trend, reference = None, None
+    if job.window is not None:  # the page is of the latest window; the trends of them all
+        trend = _with_sizes(metrics, size_table)
+        latest = over_time.latest_window(metrics, job.window.every)
+        if job.baseline is not None and (job.baseline.previous or job.baseline.window):
+            reference = over_time.at(metrics, over_time.reference_window(
+                metrics, latest, job.baseline))
+        trend = _with_baseline(trend, job, reference) if job.baseline is None or \
+            not job.baseline.previous else trend.with_columns(  # the line before, dashed
+                baseline=pl.lit(None, pl.Float64), delta=pl.lit(None, pl.Float64))
+        metrics, size_table = over_time.at(metrics, latest), over_time.at(size_table, latest)
+        curves = {kinds: [over_time.at(t, latest) for t in parts]
+                  for kinds, parts in curves.items()}
+        found = [over_time.at(t, latest) for t in found]
+    metrics = _with_baseline(metrics, job, reference)
     paired = [p.paired(_metrics(job, task), task, metrics) for p in prepared
               if _tests_models(job)]
     if any(p is not None for p in paired):
@@ -173,7 +191,7 @@ def run(job: Job, progress: Progress | None = None) -> Result:
         curve_tables.update(dict.fromkeys(kinds, table))
     slices = pl.concat(found, how="diagonal_relaxed") if found else None
     result = Result(job, task, metrics, size_table, curve_tables, alerts, inputs, tests=tests,
-                    slices=slices)
+                    slices=slices, trend=trend)
     result.timings = progress.timings
     return result
 
@@ -429,16 +447,27 @@ def _judged(sizes: pl.DataFrame, job: Job) -> pl.DataFrame:
                               & (pl.col("weight") >= job.min_weight))
 
 
-METRIC_KEYS = (SEGMENTATION, SEGMENT, "metric", "average", "label", "predicted")
+METRIC_KEYS = (*COLUMNS, SEGMENTATION, SEGMENT, "metric", "average", "label", "predicted")
 
 
-def _with_baseline(metrics: pl.DataFrame, job: Job) -> pl.DataFrame:
-    """Add ``baseline`` (the baseline's value on the same row) and ``delta`` (value - it)."""
+def _with_sizes(metrics: pl.DataFrame, sizes: pl.DataFrame) -> pl.DataFrame:
+    """``metrics`` with their segment's ``samples`` and ``weight``."""
+    keys = [c for c in sizes.columns if c in metrics.columns]
+    return metrics.join(sizes.select(*keys, "samples", "weight"), on=keys, how="left",
+                        nulls_equal=True, maintain_order="left")
+
+
+def _with_baseline(metrics: pl.DataFrame, job: Job,
+                   window: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Add ``baseline`` (the baseline's value on the same row) and ``delta`` (value - it);
+    ``window``: the rows of the baseline's window, where it is one of the job's windows."""
     base = job.baseline
     if base is None:
         return metrics.with_columns(baseline=pl.lit(None, pl.Float64),
                                     delta=pl.lit(None, pl.Float64))
-    if base.path is not None:
+    if window is not None:
+        reference = window if base.model is None else window.filter(pl.col(MODEL) == base.model)
+    elif base.path is not None:
         reference = pl.read_parquet(base.path / "metrics.parquet")
         if base.model is not None:
             if base.model not in reference[MODEL].unique().to_list():
@@ -447,7 +476,7 @@ def _with_baseline(metrics: pl.DataFrame, job: Job) -> pl.DataFrame:
                                f"{sorted(reference[MODEL].unique().to_list())}")
             reference = reference.filter(pl.col(MODEL) == base.model)
     else:
-        if base.model not in metrics[MODEL].unique().to_list():
+        if base.model not in metrics[MODEL].unique().to_list() and not metrics.is_empty():
             raise JobError(f"baseline.model: {base.model!r} is not one of the job's models "
                            f"{sorted(metrics[MODEL].unique().to_list())}")
         reference = metrics.filter(pl.col(MODEL) == base.model)
@@ -460,7 +489,7 @@ def _with_baseline(metrics: pl.DataFrame, job: Job) -> pl.DataFrame:
         pl.col(c).cast(metrics.schema[c]) for c in keys)
     joined = metrics.join(reference, on=keys, how="left", nulls_equal=True,
                           maintain_order="left")
-    if base.path is None:  # the baseline model is not compared with itself
+    if window is None and base.path is None:  # the baseline model is not compared with itself
         joined = joined.with_columns(pl.when(pl.col(MODEL) != base.model)
                                      .then(pl.col(c)).alias(c) for c in ("baseline", *intervals))
     return joined.with_columns(delta=pl.col("value") - pl.col("baseline"))
@@ -583,12 +612,14 @@ def wide_table(result: Result) -> pl.DataFrame:
     return out.select(*result.keys, "samples", "weight", "judged", *ordered)
 
 
-def summary_rows(result: Result) -> pl.DataFrame:
+def summary_rows(result: Result, metrics: pl.DataFrame | None = None) -> pl.DataFrame:
     """The rows of the wide table, tidy: ``model, segmentation, segment, column, metric,
     average, label, value, baseline, delta`` and, where the metrics have intervals, ``ci_low,
     ci_high``, the baseline's (``baseline_ci_low, baseline_ci_high``) and ``reason`` (why a
-    value or its interval is null); ``column`` names the wide table's column."""
-    m = result.metrics
+    value or its interval is null); ``column`` names the wide table's column. ``metrics``:
+    those rows instead of the result's (every window's: ``Result.trend``, whose window
+    columns are kept)."""
+    m = result.metrics if metrics is None else metrics
     if "predicted" in m.columns:
         m = m.filter(pl.col("predicted").is_null())
     whole = pl.col("label").is_null()
@@ -605,9 +636,12 @@ def summary_rows(result: Result) -> pl.DataFrame:
                        _avg=pl.col("average").replace_strict(averages, default=99,
                                                              return_dtype=pl.Int32))
     intervals = [c for c in INTERVALS if c in m.columns]
+    windowed = [c for c in (*COLUMNS, END) if c in m.columns]
     return m.sort("_order", "_avg", maintain_order=True).select(
-        MODEL, SEGMENTATION, SEGMENT, "column", "metric", "average",
-        pl.col("label").cast(pl.String), "value", "baseline", "delta", *intervals)
+        MODEL, SEGMENTATION, SEGMENT, *windowed, "column", "metric", "average",
+        pl.col("label").cast(pl.String), "value",
+        *(c if c in m.columns else pl.lit(None, pl.Float64).alias(c)
+          for c in ("baseline", "delta")), *intervals)
 
 
 #: The interval columns of a metric row (with ``ci``), its baseline's, and why either is null.
