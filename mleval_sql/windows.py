@@ -22,18 +22,22 @@ hours, and the hour skipped when they go forward has none.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import warnings
 import zoneinfo
+from urllib.parse import unquote
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal
 
 import polars as pl
+import pyarrow.parquet as pq
 from sqlglot import exp
 
 from mleval_sql.errors import DataWarning, InputError
-from mleval_sql.sources import Derived, Source
+from mleval_sql.sources import Derived, Parquet, Source, underlying
 
 #: Each granularity and its SQL ``date_trunc`` part; polars truncates and offsets by the
 #: granularity's own name (``1w``: ISO weeks, from Monday).
@@ -54,6 +58,9 @@ class Window:
     column: str
     every: tuple[str, ...]
     time_zone: str = "UTC"
+    #: only these windows, each ``(granularity, window_start)`` (a start as wall-clock time,
+    #: or a date): a nightly job's stale ones (:func:`candidates`); empty: every window
+    only: tuple[tuple[str, Any], ...] = ()
 
     @classmethod
     def parse(cls, value: str | Mapping[str, Any] | Window) -> Window:
@@ -136,8 +143,20 @@ class Window:
         if kind == "aware":  # the instant as wall-clock time in the window's zone
             time = time.dt.convert_time_zone(self.time_zone).dt.replace_time_zone(None)
         timed = frame.filter(pl.col(self.column).is_not_null())
-        parts = [timed.with_columns(pl.lit(g).alias(GRANULARITY), time.dt.truncate(g).alias(START))
-                 for g in self.every]
+        parts = []
+        for grain in self.every:
+            part = timed.with_columns(pl.lit(grain).alias(GRANULARITY),
+                                      time.dt.truncate(grain).alias(START))
+            if self.only:
+                starts = [start for g, start in self.only if g == grain]
+                if not starts:
+                    continue
+                part = part.filter(pl.col(START).is_in(pl.Series(starts, dtype=_start_type(
+                    kind))))
+            parts.append(part)
+        if not parts:  # no window of any granularity: no rows, with the columns
+            return timed.with_columns(pl.lit(self.every[0]).alias(GRANULARITY),
+                                      time.dt.truncate(self.every[0]).alias(START)).clear()
         return parts[0] if len(parts) == 1 else pl.concat(parts)
 
     def sql(self, table: exp.Expression, kind: Kind, *, end: bool = False) -> exp.Query:
@@ -157,10 +176,21 @@ class Window:
                 this=exp.Literal.string(str(steps)), unit=exp.var(unit.upper())))
             if kind == "date":
                 start, after = exp.cast(start, "date"), exp.cast(after, "date")
+            where: exp.Expression = timed.copy()
+            if self.only:
+                starts = [v for g, v in self.only if g == grain]
+                if not starts:
+                    continue
+                where = exp.and_(where, exp.In(this=start.copy(), expressions=[
+                    exp.cast(exp.Literal.string(str(v)), "date" if kind == "date"
+                             else "timestamp") for v in starts]))
             parts.append(exp.select(
                 exp.Star(), exp.alias_(exp.Literal.string(grain), GRANULARITY),
                 exp.alias_(start, START), *([exp.alias_(after, END)] if end else []),
-            ).from_(table.copy()).where(timed.copy()))
+            ).from_(table.copy()).where(where))
+        if not parts:  # no window of any granularity: no rows, with the columns
+            return Window(self.column, self.every[:1], self.time_zone).sql(
+                table, kind, end=end).where(exp.false())
         out: exp.Query = parts[0]
         for part in parts[1:]:
             out = exp.union(out, part, distinct=False)
@@ -185,6 +215,11 @@ class Window:
             order, maintain_order=True)  # the granularities as given, each's rows as laid out
 
 
+def _start_type(kind: Kind) -> pl.DataType:
+    """The type of a window's start as the engines see it: wall-clock time, or a date."""
+    return pl.Date() if kind == "date" else pl.Datetime("us")
+
+
 def _instant(local: pl.Expr, zone: str) -> pl.Expr:
     """Wall-clock times in ``zone`` as instants there: a time repeated when clocks go back is
     its first instant; a time skipped when they go forward, the instant they went (a day
@@ -203,6 +238,84 @@ def _known_zone(name: str) -> bool:
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
         return False
     return True
+
+
+def candidates(source: Source, window: Window) -> pl.DataFrame | None:
+    """Each window the input's files can hold rows of, with the fingerprint of its inputs:
+    ``granularity, window_start, window_end, fingerprint, files, rows`` (the files' paths,
+    and how many rows they hold). A file's times come from its hive folder of the window's
+    column (``date=2026-11-01``), else from its parquet row groups' statistics; a file with
+    neither can hold any window's rows and is an input of every window. The fingerprint
+    hashes each input's path, size and modification time: a window whose fingerprint changed
+    has an input written, rewritten or deleted since. None: the input is not local parquet
+    files (a frame, a table, object storage), whose windows cannot be told apart so."""
+    files = underlying(source)
+    if not isinstance(files, Parquet) or any("://" in f for f in files.files):
+        return None
+    kind = window.kind(files.schema())
+    dtype = files.schema()[window.column]
+    known, anywhere = [], []
+    for path in files.files:
+        meta = pq.read_metadata(path)
+        stat = os.stat(path)
+        low, high = _file_range(path, meta, window.column, dtype)
+        entry = (path, stat.st_size, stat.st_mtime_ns, meta.num_rows)
+        (known if low is not None else anywhere).append((*entry, low, high))
+    if not known:
+        return None
+    ranges = pl.DataFrame(known, orient="row", schema={
+        "file": pl.String, "size": pl.Int64, "mtime": pl.Int64, "rows": pl.Int64,
+        "low": dtype, "high": dtype})
+    time = pl.col("low", "high")
+    if kind == "aware":
+        time = time.dt.convert_time_zone(window.time_zone).dt.replace_time_zone(None)
+    ranges = ranges.with_columns(time)
+    spans = pl.date_ranges if kind == "date" else pl.datetime_ranges
+    touched = pl.concat([ranges.select(
+        "file", "size", "mtime", "rows", pl.lit(grain).alias(GRANULARITY),
+        spans(pl.col("low").dt.truncate(grain), pl.col("high").dt.truncate(grain),
+              interval=grain).alias(START)).explode(START) for grain in window.every])
+    if anywhere:  # a file of unknown times is an input of every window
+        windows = touched.select(GRANULARITY, START).unique()
+        touched = pl.concat([touched, windows.join(pl.DataFrame(
+            [entry[:4] for entry in anywhere], orient="row",
+            schema=["file", "size", "mtime", "rows"]), how="cross").select(touched.columns)])
+    out = touched.sort("file").group_by(GRANULARITY, START, maintain_order=True).agg(
+        pl.concat_str("file", "size", "mtime", separator="\t").alias("inputs"),
+        pl.col("file").alias("files"), pl.col("rows").sum())
+    digests = [hashlib.sha256("\n".join(inputs).encode()).hexdigest()
+               for inputs in out["inputs"].to_list()]
+    return out.select(
+        GRANULARITY, START, pl.col(START).dt.offset_by(pl.col(GRANULARITY)).alias(END),
+        pl.Series("fingerprint", digests, dtype=pl.String), "files", "rows",
+    ).sort(GRANULARITY, START)
+
+
+def _file_range(path: str, meta: pq.FileMetaData, column: str,
+                dtype: pl.DataType) -> tuple[Any, Any]:
+    """The earliest and latest time ``column`` (of type ``dtype``) holds in a parquet file:
+    its hive folder's value, else its row groups' statistics (None, None: unknown)."""
+    names = meta.schema.to_arrow_schema().names
+    if column not in names:
+        for part in reversed(path.replace(os.sep, "/").split("/")[:-1]):
+            key, sep, value = part.partition("=")
+            if sep and key == column:
+                text = pl.Series([unquote(value)])
+                typed = (text.str.to_date(strict=False) if dtype == pl.Date else
+                         text.str.to_datetime(strict=False).cast(dtype))[0]
+                return typed, typed
+        return None, None
+    index = names.index(column)
+    lows, highs = [], []
+    for group in range(meta.num_row_groups):
+        stats = meta.row_group(group).column(index).statistics
+        if stats is None or not stats.has_min_max:
+            if meta.row_group(group).num_rows:
+                return None, None
+            continue
+        lows.append(stats.min)
+        highs.append(stats.max)
+    return (min(lows), max(highs)) if lows else (None, None)
 
 
 @dataclass(frozen=True)
