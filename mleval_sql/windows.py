@@ -26,11 +26,11 @@ import hashlib
 import os
 import warnings
 import zoneinfo
-from urllib.parse import unquote
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal
+from urllib.parse import unquote
 
 import polars as pl
 import pyarrow.parquet as pq
