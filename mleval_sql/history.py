@@ -31,17 +31,19 @@ it), ``run_id``, ``computed_at`` and ``rows`` (0: a window with no values).
 How to read it: :func:`read`; DuckDB, ``read_parquet('PATH/current/**/*.parquet',
 union_by_name=true, hive_partitioning=false)`` (with hive partitioning, DuckDB's default for
 ``key=value`` folders, it takes ``window_start`` of timestamps from the folder name as text,
-unless given ``hive_types={'window_start': 'TIMESTAMPTZ'}``); polars, ``pl.concat([
-pl.scan_parquet(f) for f in files], how="diagonal_relaxed")``. A reader that lists
-``PATH/current/`` while a run swaps it can see some folders of each version: one that must not
-should resolve ``current`` once (``os.path.realpath``) and read that folder, as :func:`read` does.
+unless given ``hive_types={'window_start': 'TIMESTAMPTZ'}``); polars, one ``pl.scan_parquet``
+per file and ``pl.concat(scans, how="diagonal_relaxed")`` (a glob takes the first file's
+columns). A reader that lists ``PATH/current/`` while a run swaps it can see some folders of
+each version: one that must not should resolve ``current`` once (``os.path.realpath``) and
+read that folder, as :func:`read` does.
 
 A run makes a new version: the files of the windows it keeps are hard links to the current
 version's, the windows it recomputes new files; then ``current`` is switched in one
 ``os.replace`` of a new link over it, after which versions before the previous one are deleted.
 A reader sees one version whole; a run killed at any point leaves ``current`` where it was,
-and the next run deletes what it left. It needs a local POSIX filesystem: symbolic and hard
-links, an atomic rename.
+and the next run deletes what it left. It needs a POSIX filesystem: symbolic and hard links,
+an atomic rename (on NFS a reader on another host may see the previous version until its
+cache of ``current`` expires: it is kept whole for that).
 
 >>> import tempfile
 >>> from datetime import date
@@ -169,9 +171,10 @@ class History:
         """The history at ``path`` (made if missing) for ``job``.
 
         Raises ``InputError`` for a folder written by another job or by a newer layout, a
-        folder with other files that is no history, and a history that cannot be read; with
-        ``full_refresh`` each but the last is started over, by the first :meth:`replace` (until
-        then the old version stays readable).
+        folder with other files that is no history, and a history that cannot be read (nothing
+        is changed then). With ``full_refresh`` each is started over instead, by the first
+        :meth:`replace`: until its swap the old version stays readable, and files that are no
+        part of a history are never deleted.
         """
         if not isinstance(job, str) or not job.strip():
             raise InputError(f"a history's job must be a non-empty name, got {job!r}")
@@ -184,7 +187,8 @@ class History:
             history._save_meta()
             return history
         try:
-            meta = _read_meta(root)
+            meta = _read_meta(root, hint=", and has other files: name an empty or new "
+                              "folder, or start it over with full_refresh=True")
             if meta["job"] != job:
                 raise InputError(f"history {root} belongs to the job {meta['job']!r}, not "
                                  f"{job!r}: name another folder, or start it over with "
@@ -341,8 +345,6 @@ class History:
                 os.fsync(handle.fileno())
             _sync_tree(version)
             _sync_folder(manifest.parent)
-            if self._write_meta:
-                self._save_meta()
             _before_swap(version)
             self._check_held()
             link = self.path / f".{CURRENT}.{secrets.token_hex(8)}"
@@ -360,10 +362,9 @@ class History:
         if self._write_meta:  # after the swap: a run killed before it leaves the old owner
             self._save_meta()
         self.full_refresh = self._write_meta = False
-        keep = {new, number}
-        for old in _versions(self.path):
-            if old not in keep and old < new:
-                _remove_version(self.path, old)
+        versions = _versions(self.path)
+        for old in versions[:-KEEP]:
+            _remove_version(self.path, old)
         return new
 
     def _check_held(self) -> None:
@@ -413,13 +414,12 @@ def read(path: str | os.PathLike[str]) -> pl.DataFrame:
 
 # -- the folder's state ------------------------------------------------------------------------
 
-def _read_meta(root: Path) -> dict[str, Any]:
+def _read_meta(root: Path, hint: str = "") -> dict[str, Any]:
     file = root / META
     if not root.is_dir():
         raise InputError(f"no history at {root}: no such folder")
     if not file.exists():
-        raise InputError(f"{root} is not a metrics history (no {META}), and not empty: name "
-                         "an empty or new folder, or start it over with full_refresh=True")
+        raise InputError(f"{root} is not a metrics history (no {META}){hint}")
     try:
         meta = json.loads(file.read_text())
     except (OSError, UnicodeDecodeError, ValueError) as error:
@@ -719,8 +719,8 @@ def _take_over(lock: Path, seen: bytes) -> bool:
 
 
 def _holder(holder: dict[str, Any]) -> str:
-    if not holder:
-        return "a run starting now"
+    if not holder:  # a lock file being written, or left empty
+        return "a run that has not said which yet"
     return (f"pid {holder.get('pid')} on {holder.get('host')}, since "
             f"{holder.get('started_at')}")
 

@@ -44,6 +44,8 @@ from mleval_sql.sources import Derived, Parquet, Source, underlying
 GRANULARITIES: dict[str, str] = {"1h": "hour", "1d": "day", "1w": "week", "1mo": "month",
                                  "1q": "quarter", "1y": "year"}
 GRANULARITY, START, END = "granularity", "window_start", "window_end"
+#: A window's start as wall-clock time (or a date): how :attr:`Window.only` names it.
+LOCAL_START = "local_start"
 #: The segment columns a window adds before the request's own (``by``).
 COLUMNS = (GRANULARITY, START)
 #: How a time column is read: a date, wall-clock time (no time zone), an instant (with one).
@@ -151,8 +153,8 @@ class Window:
                 starts = [start for g, start in self.only if g == grain]
                 if not starts:
                     continue
-                part = part.filter(pl.col(START).is_in(pl.Series(starts, dtype=_start_type(
-                    kind))))
+                part = part.filter(pl.col(START).is_in(
+                    pl.Series(starts, dtype=_start_type(kind)).implode()))
             parts.append(part)
         if not parts:  # no window of any granularity: no rows, with the columns
             return timed.with_columns(pl.lit(self.every[0]).alias(GRANULARITY),
@@ -247,8 +249,10 @@ def candidates(source: Source, window: Window) -> pl.DataFrame | None:
     column (``date=2026-11-01``), else from its parquet row groups' statistics; a file with
     neither can hold any window's rows and is an input of every window. The fingerprint
     hashes each input's path, size and modification time: a window whose fingerprint changed
-    has an input written, rewritten or deleted since. None: the input is not local parquet
-    files (a frame, a table, object storage), whose windows cannot be told apart so."""
+    has an input written, rewritten or deleted since. The window's start and end are as a
+    result gives them; ``local_start`` is its start as :attr:`Window.only` takes it. None:
+    the input is not local parquet files (a frame, a table, object storage), whose windows
+    cannot be told apart so."""
     files = underlying(source)
     if not isinstance(files, Parquet) or any("://" in f for f in files.files):
         return None
@@ -285,8 +289,12 @@ def candidates(source: Source, window: Window) -> pl.DataFrame | None:
         pl.col("file").alias("files"), pl.col("rows").sum())
     digests = [hashlib.sha256("\n".join(inputs).encode()).hexdigest()
                for inputs in out["inputs"].to_list()]
+    local = pl.col(START)
+    start, end = local, local.dt.offset_by(pl.col(GRANULARITY))
+    if kind != "date":
+        start, end = _instant(start, window.time_zone), _instant(end, window.time_zone)
     return out.select(
-        GRANULARITY, START, pl.col(START).dt.offset_by(pl.col(GRANULARITY)).alias(END),
+        GRANULARITY, start.alias(START), end.alias(END), local.alias(LOCAL_START),
         pl.Series("fingerprint", digests, dtype=pl.String), "files", "rows",
     ).sort(GRANULARITY, START)
 

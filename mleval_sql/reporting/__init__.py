@@ -54,10 +54,13 @@ class Outcome:
 
 
 def report(job: str | os.PathLike[str] | Mapping[str, Any] | Job,
-           output: str | os.PathLike[str], *, progress: bool | None = None) -> Outcome:
+           output: str | os.PathLike[str], *, progress: bool | None = None,
+           full_refresh: bool = False) -> Outcome:
     """Run ``job`` (a TOML file, its parsed dict, or a :class:`Job`) and write its outputs into
     the folder ``output`` (created if needed). ``progress``: stage messages on stderr (default:
-    when stderr is a terminal).
+    when stderr is a terminal). ``full_refresh``: a job with a [history] recomputes every
+    window (and starts over a history another job or layout wrote), not only those whose
+    inputs or request changed.
 
     >>> report("examples/report.toml", "report/").alerts  # doctest: +SKIP
     """
@@ -70,7 +73,7 @@ def report(job: str | os.PathLike[str] | Mapping[str, Any] | Job,
         job = Job.from_dict(job) if isinstance(job, Mapping) else Job.load(job)
     output = check_folder(output, inputs=[p for s in job.sources for p in s.paths])
     steps = Progress(stages(job) + 3, show=progress)
-    result = run(job, steps)
+    result = run(job, steps, full_refresh=full_refresh)
     steps.stage("drawing the report")
     versions = _versions()
     page = render_html(result, versions)
@@ -183,6 +186,7 @@ def _summary(result: Any, versions: Mapping[str, str],
             "time_zone": job.window.time_zone,
             "windows": 0 if result.trend is None else result.trend.select(
                 "granularity", "window_start").n_unique()},
+        "night": result.night,
         "inputs": result.inputs,
         "versions": dict(versions),
         "seconds": {k: round(v, 3) for k, v in timings.items()},
@@ -212,6 +216,9 @@ def add_command(commands: argparse._SubParsersAction) -> None:
                      help="the folder to write into (created if needed)")
     cmd.add_argument("--fail-on-alert", action="store_true",
                      help=f"exit with status {EXIT_ALERT} when a rule fired")
+    cmd.add_argument("--full-refresh", action="store_true",
+                     help="with a [history]: recompute every window, not only those whose "
+                          "inputs or request changed")
     cmd.set_defaults(run=_run_command)
 
 
@@ -220,7 +227,7 @@ def _run_command(args: argparse.Namespace) -> int:
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        outcome = report(args.job, args.output)
+        outcome = report(args.job, args.output, full_refresh=args.full_refresh)
     for message in dict.fromkeys(" ".join(str(w.message).split()) for w in caught):
         print(f"mleval: note: {message}", file=sys.stderr)
     n = len(outcome.alerts)

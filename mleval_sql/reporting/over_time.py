@@ -19,13 +19,22 @@ that starts then, as text of the start's date and time, ``2026-10`` or ``2026-10
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 import polars as pl
 
-from mleval_sql.reporting.job import Baseline, JobError
-from mleval_sql.windows import COLUMNS, END, GRANULARITY, START
+from mleval_sql.history import ADDED, History
+from mleval_sql.history import read as read_history
+from mleval_sql.reporting.job import Baseline, Job, JobError
+from mleval_sql.sources import Source
+from mleval_sql.windows import COLUMNS, END, GRANULARITY, LOCAL_START, START, candidates
 
 #: A window: its granularity and start.
 WindowKey = tuple[str, Any]
@@ -68,3 +77,139 @@ def reference_window(rows: pl.DataFrame, latest: WindowKey | None,
                        f"the job's {grain} windows start at {text.head(5).to_list()}"
                        f"{' ...' if text.len() > 5 else ''}")
     return grain, named.min()
+
+
+@dataclass
+class Night:
+    """What a job with a [history] computes tonight: the windows whose inputs or request
+    changed since the history's run (``stale``: each with its ``reason``), the files of each
+    source that can hold their rows (``files``, by source key; None: the whole source), and
+    the history, locked while the night runs."""
+
+    store: History
+    request_hash: str
+    stale: pl.DataFrame
+    kept: int  # the windows the history keeps as they are
+    files: dict[str, list[str] | None]
+    rows_read: int | None  # the rows of those files (None: not known, a source not files)
+
+    @property
+    def files_known(self) -> bool:
+        """Whether each source's files tell its windows apart (else every window is
+        computed)."""
+        return all(f is not None for f in self.files.values())
+
+    def keep(self, rows: pl.DataFrame) -> None:
+        """Tonight's rows (every window's columns, ``samples`` and ``weight``) in the history:
+        they replace the rows of the windows computed, which are the stale ones (or, where
+        the files cannot tell the windows apart, those the rows have and every window kept
+        before), at once."""
+        if self.files_known:
+            windows = self.stale.select(GRANULARITY, START, END, "fingerprint")
+        else:
+            stored = self.store.windows().select(GRANULARITY, START, END)
+            windows = pl.concat([rows.select(GRANULARITY, START, END).unique(maintain_order=True),
+                                 stored.cast(rows.select(GRANULARITY, START, END).schema)
+                                 if START in rows.columns and stored.height else stored.clear()],
+                                how="vertical_relaxed").unique([GRANULARITY, START],
+                                                               maintain_order=True)
+            windows = windows.with_columns(fingerprint=pl.lit(None, pl.String))
+        if START not in rows.columns:  # nothing computed: the windows are emptied
+            rows = windows.select(GRANULARITY, START, END).clear()
+        run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+        self.store.replace(rows, windows, run_id=run_id, request_hash=self.request_hash)
+
+    def read(self) -> pl.DataFrame:
+        """Every window's rows the history holds now."""
+        return read_history(self.store.path)
+
+    @property
+    def windows(self) -> tuple[tuple[str, Any], ...]:
+        """The stale windows as :attr:`~mleval_sql.windows.Window.only` takes them."""
+        return tuple(self.stale.select(GRANULARITY, LOCAL_START).iter_rows())
+
+    def summary(self) -> dict[str, Any]:
+        """What ``summary.json`` says of the night: the windows computed (with why), how many
+        kept, and the files and rows read."""
+        computed = self.stale.select(GRANULARITY, START, "reason").with_columns(
+            pl.col(START).cast(pl.String))
+        files = None if any(f is None for f in self.files.values()) else sum(
+            len(f) for f in self.files.values() if f is not None)
+        return {"history": os.fspath(self.store.path), "computed": computed.to_dicts(),
+                "kept": self.kept, "files_read": files, "rows_read": self.rows_read}
+
+
+@contextmanager
+def night(job: Job, sources: Mapping[str, Source], *,
+          full_refresh: bool = False) -> Iterator[Night]:
+    """The job's history ([history] path), locked while the block runs, and what tonight
+    computes of it: the windows of each source's files (:func:`mleval_sql.windows.candidates`)
+    that the history lacks or has from other inputs or another request, and the windows it
+    has that no file holds any more (kept with no rows). A source that is not local parquet
+    files cannot tell its windows apart: every window is computed then."""
+    assert job.history is not None and job.window is not None
+    store = History.open(job.history, _job_name(job), full_refresh=full_refresh)
+    with store.lock():
+        found = {key: candidates(source, job.window) for key, source in sources.items()}
+        digest = request_hash(job)
+        if any(c is None for c in found.values()):  # every window, from every file
+            stale = pl.DataFrame(schema={GRANULARITY: pl.String, START: pl.Null,
+                                         LOCAL_START: pl.Null, "reason": pl.String})
+            yield Night(store, digest, stale, 0, dict.fromkeys(sources), None)
+            return
+        every = pl.concat([c.with_columns(source=pl.lit(k)) for k, c in found.items()
+                           if c is not None])
+        windows = every.sort("source").group_by(GRANULARITY, START, maintain_order=True).agg(
+            pl.col(END).first(), pl.col(LOCAL_START).first(),
+            pl.col("fingerprint").str.join("\n"))
+        windows = windows.with_columns(fingerprint=pl.col("fingerprint").map_elements(
+            lambda text: hashlib.sha256(text.encode()).hexdigest(), return_dtype=pl.String))
+        stale = store.stale(windows.select(GRANULARITY, START, END, "fingerprint"), digest)
+        stored = store.windows()
+        if stored.height and not full_refresh:  # windows no file holds any more
+            gone = stored.join(windows, on=[GRANULARITY, START], how="anti")
+            if gone.height:
+                stale = pl.concat([stale, gone.select(
+                    GRANULARITY, START, END, pl.lit(None, pl.String).alias("fingerprint"),
+                    reason=pl.lit("deleted"))], how="vertical_relaxed")
+        stale = stale.join(windows.select(GRANULARITY, START, LOCAL_START),
+                           on=[GRANULARITY, START], how="left", maintain_order="left")
+        wanted = every.join(stale.select(GRANULARITY, START), on=[GRANULARITY, START])
+        files = {key: sorted(set(wanted.filter(pl.col("source") == key)["files"].explode()
+                                 .drop_nulls().to_list())) for key in sources}
+        rows = _rows_of(files)
+        kept = windows.height + (stored.height if full_refresh else 0) - stale.height
+        yield Night(store, digest, stale, max(kept, 0), dict(files), rows)
+
+
+def request_hash(job: Job) -> str:
+    """A hash of what a window's values depend on besides its inputs: the metrics, averages,
+    options, segmentations, window, and each source's reading (paths, models, columns)."""
+    assert job.window is not None
+    said = {"metrics": job.metrics, "average": job.average, "task": job.task,
+            "options": job.options, "segments": [list(s.columns) for s in job.segmentations],
+            "window": [job.window.column, list(job.window.every), job.window.time_zone],
+            "sources": [[list(s.paths), s.model, s.model_column, dict(s.columns)]
+                        for s in job.sources]}
+    return hashlib.sha256(json.dumps(said, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _job_name(job: Job) -> str:
+    """The name a history knows its job by: the job file's stem, else its title."""
+    return job.file.stem if job.file is not None else job.title
+
+
+def _rows_of(files: Mapping[str, list[str] | None]) -> int:
+    import pyarrow.parquet as pq
+
+    return sum(pq.read_metadata(f).num_rows for part in files.values() for f in part or ())
+
+
+def unsized(rows: pl.DataFrame, keys: Sequence[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A history's rows as the job's metric rows and segment sizes (``keys``, the window's
+    columns, ``samples`` and ``weight``), without what the history adds."""
+    windowed = [*COLUMNS, END]
+    metrics = rows.drop(*(c for c in (*ADDED, "samples", "weight") if c in rows.columns))
+    sizes = rows.select(*keys, *windowed, "samples", "weight").unique(
+        [*keys, *windowed], maintain_order=True)
+    return metrics, sizes

@@ -21,7 +21,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import polars as pl
@@ -45,7 +45,7 @@ from mleval_sql.reporting.job import (
 )
 from mleval_sql.request import DRAWN, wide_column
 from mleval_sql.schema import InputError
-from mleval_sql.sources import as_source
+from mleval_sql.sources import Parquet, as_source
 from mleval_sql.windows import COLUMNS, END
 
 #: Metrics that rank nothing: counts.
@@ -73,15 +73,35 @@ class Result:
     slices: pl.DataFrame | None = None  # the weakest slices of each model ([slices])
     #: with a [window]: every window's metric rows with their segment's samples and weight
     trend: pl.DataFrame | None = None
+    #: with a [history]: the windows computed tonight and why, those kept, what was read
+    night: dict[str, Any] | None = None
 
     @property
     def keys(self) -> list[str]:
-        return [MODEL, SEGMENTATION, SEGMENT, *self.job.segment_names]
+        return result_keys(self.job)
 
     def curve_files(self) -> dict[str, pl.DataFrame]:
         """The curve tables by file stem: ``curve_roc_pr`` (one table draws both), ..."""
         return {"curve_" + "_".join(kinds): table
                 for kinds, table in shared_tables(self.curves).items()}
+
+
+def result_keys(job: Job) -> list[str]:
+    """The columns that name a segment in every table: model, segmentation, segment and the
+    segment columns."""
+    return [MODEL, SEGMENTATION, SEGMENT, *job.segment_names]
+
+
+def _concat(parts: list[pl.DataFrame], job: Job, *columns: str) -> pl.DataFrame:
+    """``parts`` as one table; none (no window computed tonight): no rows, with the keys and
+    ``columns``."""
+    if parts:
+        return pl.concat(parts, how="diagonal_relaxed")
+    schema = {MODEL: pl.String, SEGMENTATION: pl.String,
+              **dict.fromkeys(job.segment_names, pl.String)}
+    return pl.DataFrame(schema={**schema, **{c: pl.Float64 if c in ("value", "weight")
+                                             else pl.Int64 if c == "samples" else pl.String
+                                             for c in columns}})
 
 
 def shared_tables(curves: dict[str, pl.DataFrame]) -> dict[tuple[str, ...], pl.DataFrame]:
@@ -129,12 +149,27 @@ def stages(job: Job) -> int:
     return 2 + len(job.sources) * per_source
 
 
-def run(job: Job, progress: Progress | None = None) -> Result:
-    """Compute every table of ``job``; nothing is written."""
+def run(job: Job, progress: Progress | None = None, *, full_refresh: bool = False) -> Result:
+    """Compute every table of ``job``; nothing is written but a [history]'s windows
+    (``full_refresh``: every window recomputed, the history started over)."""
     progress = progress or Progress(stages(job))
     progress.stage("checking the sources")
     prepared = [_Prepared(job, source) for source in job.sources]
     task = job.task or _task(prepared, job)
+    if job.history is None:
+        return _run(job, prepared, task, progress)
+    with over_time.night(job, {p.source.key: p.files for p in prepared},
+                         full_refresh=full_refresh) as tonight:
+        if tonight.files_known:  # only the windows whose inputs or request changed
+            assert job.window is not None
+            tonight_job = replace(job, window=replace(job.window, only=tonight.windows))
+            for p in prepared:
+                p.restrict(tonight_job, tonight.files[p.source.key])
+        return _run(job, [p for p in prepared if not p.empty], task, progress, tonight)
+
+
+def _run(job: Job, prepared: list[_Prepared], task: str, progress: Progress,
+         tonight: over_time.Night | None = None) -> Result:
     frames: list[pl.DataFrame] = []
     sizes: list[pl.DataFrame] = []
     curves: dict[tuple[str, ...], list[pl.DataFrame]] = {}
@@ -157,11 +192,17 @@ def run(job: Job, progress: Progress | None = None) -> Result:
             found.append(source.slices(task))
     progress.stage("baseline and alerts")
     order = {s.name: i for i, s in enumerate(job.segmentations)}
-    size_table = _judged(_named(pl.concat(sizes, how="diagonal_relaxed"), job), job)
+    size_table = _judged(_named(_concat(sizes, job, "samples", "weight"), job), job)
     size_table = _sorted(size_table, job, order)
-    metrics = _sorted(_named(pl.concat(frames, how="diagonal_relaxed"), job), job, order)
+    metrics = _sorted(_named(_concat(frames, job, "metric", "average", "label", "value"),
+                              job), job, order)
     trend, reference = None, None
     if job.window is not None:  # the page is of the latest window; the trends of them all
+        if tonight is not None:  # tonight's windows replace theirs; the page reads them all
+            tonight.keep(_with_sizes(metrics, size_table))
+            metrics, size_table = over_time.unsized(tonight.read(), result_keys(job))
+            metrics = _sorted(metrics, job, order)
+            size_table = _sorted(_judged(size_table, job), job, order)
         trend = _with_sizes(metrics, size_table)
         latest = over_time.latest_window(metrics, job.window.every)
         if job.baseline is not None and (job.baseline.previous or job.baseline.window):
@@ -191,7 +232,8 @@ def run(job: Job, progress: Progress | None = None) -> Result:
         curve_tables.update(dict.fromkeys(kinds, table))
     slices = pl.concat(found, how="diagonal_relaxed") if found else None
     result = Result(job, task, metrics, size_table, curve_tables, alerts, inputs, tests=tests,
-                    slices=slices, trend=trend)
+                    slices=slices, trend=trend,
+                    night=None if tonight is None else tonight.summary())
     result.timings = progress.timings
     return result
 
@@ -252,13 +294,25 @@ class _Prepared:
         if model is not None and model in RESULT_COLUMNS:
             renamed[model] = next(f"{model}{'_' * i}" for i in range(1, len(present) + 2)
                                   if f"{model}{'_' * i}" not in {*present, *job.names.values()})
+        self.files = src  # as listed: a nightly job's windows are told apart by its files
+        self.renamed_as = renamed
         self.src = as_source(src.polars().rename(renamed)) if renamed else src
         self.renamed = bool(renamed)
+        self.empty = False  # no row to read tonight (restrict)
         #: each column of the source -> as the requests read it, and as the tables name it
         self.read = {c: renamed.get(c, c) for c in [*job.names, *([model] if model else [])]}
         self.out = {self.read[c]: n for c, n in job.names.items() if self.read[c] != n}
         #: the model column as the requests read it (None: the source is one model)
         self.model = self.read[model] if model else None
+
+    def restrict(self, job: Job, files: list[str] | None) -> None:
+        """Read only ``files`` of the source (all: None), for ``job`` (its stale windows)."""
+        self.job = job
+        if files is None:
+            return
+        self.empty = not files
+        src = Parquet(tuple(files)) if files else self.files
+        self.src = as_source(src.polars().rename(self.renamed_as)) if self.renamed_as else src
 
     def _by(self, segmentation: Segmentation) -> list[str]:
         """The columns a request of ``segmentation`` is by: the model column and its own."""
@@ -396,8 +450,10 @@ class _Prepared:
 
     def describe(self, sizes: pl.DataFrame) -> dict[str, Any]:
         overall = sizes.filter(pl.col(SEGMENTATION) == OVERALL)
+        if self.job.window is not None:  # the windows of one granularity hold every row once
+            overall = overall.filter(pl.col("granularity") == self.job.window.every[0])
         return {"source": self.source.key, "paths": list(self.source.paths),
-                "models": sorted(overall[MODEL].to_list()),
+                "models": sorted(set(overall[MODEL].to_list())),
                 "samples": int(overall["samples"].sum()),
                 "weight": float(overall["weight"].sum())}
 
