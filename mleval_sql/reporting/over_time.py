@@ -36,6 +36,8 @@ from mleval_sql.reporting.job import Baseline, Job, JobError
 from mleval_sql.sources import Source
 from mleval_sql.windows import COLUMNS, END, GRANULARITY, LOCAL_START, START, candidates
 
+#: The fingerprint of a window no file holds any more, and of one whose inputs are not files.
+NO_INPUTS, UNKNOWN_INPUTS = "none", "unknown"
 #: A window: its granularity and start.
 WindowKey = tuple[str, Any]
 
@@ -113,7 +115,7 @@ class Night:
                                  if START in rows.columns and stored.height else stored.clear()],
                                 how="vertical_relaxed").unique([GRANULARITY, START],
                                                                maintain_order=True)
-            windows = windows.with_columns(fingerprint=pl.lit(None, pl.String))
+            windows = windows.with_columns(fingerprint=pl.lit(UNKNOWN_INPUTS))
         if START not in rows.columns:  # nothing computed: the windows are emptied
             rows = windows.select(GRANULARITY, START, END).clear()
         run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
@@ -126,7 +128,8 @@ class Night:
     @property
     def windows(self) -> tuple[tuple[str, Any], ...]:
         """The stale windows as :attr:`~mleval_sql.windows.Window.only` takes them."""
-        return tuple(self.stale.select(GRANULARITY, LOCAL_START).iter_rows())
+        return tuple(self.stale.drop_nulls(LOCAL_START)  # a window no file holds: no rows
+                     .select(GRANULARITY, LOCAL_START).iter_rows())
 
     def summary(self) -> dict[str, Any]:
         """What ``summary.json`` says of the night: the windows computed (with why), how many
@@ -167,10 +170,11 @@ def night(job: Job, sources: Mapping[str, Source], *,
         stale = store.stale(windows.select(GRANULARITY, START, END, "fingerprint"), digest)
         stored = store.windows()
         if stored.height and not full_refresh:  # windows no file holds any more
-            gone = stored.join(windows, on=[GRANULARITY, START], how="anti")
+            gone = stored.filter(pl.col("fingerprint") != NO_INPUTS).join(
+                windows, on=[GRANULARITY, START], how="anti")
             if gone.height:
                 stale = pl.concat([stale, gone.select(
-                    GRANULARITY, START, END, pl.lit(None, pl.String).alias("fingerprint"),
+                    GRANULARITY, START, END, pl.lit(NO_INPUTS).alias("fingerprint"),
                     reason=pl.lit("deleted"))], how="vertical_relaxed")
         stale = stale.join(windows.select(GRANULARITY, START, LOCAL_START),
                            on=[GRANULARITY, START], how="left", maintain_order="left")
