@@ -16,7 +16,7 @@ from mleval_sql.schema import Columns, InputError
 from mleval_sql.slicing import slices
 
 __all__ = ["METRICS", "Columns", "InputError", "SklearnDefaultWarning", "check", "compare",
-           "curve", "evaluate", "plot", "report", "slices", "sql"]
+           "curve", "evaluate", "history", "plot", "report", "slices", "sql"]
 __version__ = "0.1.0"
 
 
@@ -31,4 +31,8 @@ def __getattr__(name: str) -> Any:
         from mleval_sql.reporting import report
 
         return report
+    if name == "history":
+        from mleval_sql.history import read
+
+        return read
     raise AttributeError(f"module 'mleval_sql' has no attribute {name!r}")

@@ -160,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {me.__version__}")
     commands = parser.add_subparsers(dest="command", required=True,
                                      metavar="{evaluate,curve,compare,slices,check,metrics,sql,"
-                                             "report}")
+                                             "report,history}")
     for action, help_text, run in REQUESTS:  # the commands that read inputs: one grammar
         cmd = commands.add_parser(action, help=help_text)
         _add_inputs(cmd)
@@ -179,6 +179,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     cmd = commands.add_parser("metrics", help="list the metrics, their tasks and averages")
     cmd.set_defaults(run=run_metrics)
+
+    cmd = commands.add_parser("history", help="the values a report job with a [history] "
+                              "has kept, every window's, as a table")
+    cmd.add_argument("path", type=Path, metavar="PATH", help="the history's folder")
+    _add_output(cmd)
+    cmd.set_defaults(run=run_history)
 
     cmd = commands.add_parser("sql", help="print one statement computing metrics over your "
                               "table, to paste into a BI tool, psql or spark.sql")
@@ -516,6 +522,12 @@ def table(frame: pl.DataFrame) -> str:
 
 #: ``mleval metrics`` fits a terminal this wide
 METRICS_WIDTH = 100
+
+
+def run_history(args: argparse.Namespace) -> int:
+    fmt = output_format(args.format, args.output)
+    emit(me.history(args.path), fmt, args.output)
+    return 0
 
 
 def run_metrics(args: argparse.Namespace) -> int:
