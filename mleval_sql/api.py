@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import polars as pl
 
-from mleval_sql import clustering, uncertainty, windows
+from mleval_sql import clustering, labels, uncertainty, windows
 from mleval_sql.engines import (
     ENGINES,
     Engine,
@@ -47,7 +47,7 @@ from mleval_sql.request import (
     widen,
 )
 from mleval_sql.schema import Task, check_columns, check_probabilities, check_summary
-from mleval_sql.sources import Parquet, Source, as_source, underlying
+from mleval_sql.sources import Derived, Parquet, Source, as_source, underlying
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -229,12 +229,14 @@ def run(request: Request, source: Any) -> Outcome:
     >>> outcome.task, outcome.sizes["samples"].to_list()
     ('multilabel', [300, 300])
     """
-    if request.window is not None:
-        inner, src = windowed(request, source)
-        done = run(inner, src)
-        return Outcome(done.task, None if done.table is None else request.window.finished(
-            done.table), request.window.finished(done.sizes),
-            {kind: request.window.finished(t) for kind, t in done.curves.items()})
+    derivation = derived(request, source)
+    if derivation is not None:
+        done = run(derivation.request, derivation.source)
+        finish = derivation.finished
+        return Outcome(done.task, None if done.table is None else finish(done.table),
+                       finish(done.sizes), {kind: derivation.window.finished(t)
+                                            if derivation.window else t
+                                            for kind, t in done.curves.items()})
     done = execute(request, source)
     if done.plan is None:
         return Outcome(done.task, None, done.sizes)
@@ -249,21 +251,68 @@ def run(request: Request, source: Any) -> Outcome:
                    done.sizes, _drawn(request, done, by))
 
 
-def windowed(request: Request, source: Any) -> tuple[Request, Source]:
-    """``request`` without its window but segmented by the window's columns first, and
-    ``source`` with them (:func:`mleval_sql.windows.windowed`): what every door that runs
-    carries out, then :meth:`~mleval_sql.windows.Window.finished` lays the rows out."""
-    assert request.window is not None
+@dataclass(frozen=True)
+class Derivation:
+    """A request carried out on a derived input: ``request`` (without its window, outcomes
+    and unlabelled rule; segmented by the window's columns first) on ``source`` (the outcomes
+    joined, the window's columns made, the rows of unknown truth left out), then
+    :meth:`finished` lays its rows out."""
+
+    request: Request
+    source: Source
+    window: windows.Window | None
+    coverage: pl.DataFrame | None  # label_coverage per segment, where truth may be unknown
+
+    def finished(self, table: pl.DataFrame) -> pl.DataFrame:
+        """``table`` with its window's columns laid out and its segments' coverage."""
+        if self.window is not None:
+            table = self.window.finished(table)
+        if self.coverage is None:
+            return table
+        shares = self.coverage if self.window is None else self.window.finished(self.coverage)
+        keys = [c for c in shares.columns if c != labels.COVERAGE and c in table.columns]
+        if not keys:
+            return table.with_columns(pl.lit(shares[labels.COVERAGE].first(), pl.Float64)
+                                      .alias(labels.COVERAGE))
+        return table.join(shares, on=keys, how="left", nulls_equal=True, maintain_order="left")
+
+
+def derived(request: Request, source: Any) -> Derivation | None:
+    """How ``request`` reads ``source`` where it has a window, outcomes (``labels``) or lets
+    the truth be unknown (``unlabelled="skip"``); None where it reads it as it is. Every door
+    that runs a request goes through here."""
+    if request.window is None and request.labels is None and request.unlabelled != "skip":
+        return None
     name = request.engine or choose_engine(
         source, connection=request.connection, memory_limit=request.memory_limit,
         threads=request.threads, reproducible=request.reproducible)[0]
     if ENGINES[name].reader is not None:
-        raise InputError(f"window= runs on the engines that read files and frames "
-                         f"({', '.join(local_engines())}), not on engine {name!r}; for a "
-                         "database or Spark, `mleval sql --window` writes the statement")
-    src = as_source(source, storage_options=request.storage_options, as_of=request.as_of)
-    return (replace(request, window=None, by=(*windows.COLUMNS, *request.by)),
-            windows.windowed(src, request.window, request.by))
+        raise InputError(f"window=, labels= and unlabelled= run on the engines that read "
+                         f"files and frames ({', '.join(local_engines())}), not on engine "
+                         f"{name!r}; for a database or Spark, `mleval sql --window` writes "
+                         "the statement")
+    src: Source = as_source(source, storage_options=request.storage_options,
+                            as_of=request.as_of)
+    cols = request.column_map
+    if request.labels is not None:
+        outcomes = as_source(request.labels, storage_options=request.storage_options)
+        schema = src.schema()
+        src = Derived(src, labels.outcomes(
+            schema, outcomes, cols.sample, cols.label if cols.label in schema else None,
+            cols.truth))
+    by = list(request.by)
+    if request.window is not None:
+        src = windows.windowed(src, request.window, by)
+        by = [*windows.COLUMNS, *by]
+    shares = None
+    if request.unlabelled == "skip" or request.labels is not None:
+        schema = src.schema()
+        weight = cols.for_schema(schema).weight if cols.weight in schema else None
+        shares = labels.coverage(src.polars(), cols.truth, weight, by)
+        if request.unlabelled == "skip":
+            src = Derived(src, labels.Known(cols.truth))
+    inner = replace(request, window=None, labels=None, unlabelled="error", by=tuple(by))
+    return Derivation(inner, src, request.window, shares)
 
 
 def _drawn(request: Request, done: Execution, by: list[str]) -> dict[str, pl.DataFrame]:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from mleval_sql import uncertainty
-from mleval_sql.api import ComparisonOptions, Execution, execute, windowed
+from mleval_sql.api import ComparisonOptions, Execution, derived, execute
 from mleval_sql.request import DELONG, PLACEMENTS, Request, tidy, unpack_segment
 from mleval_sql.schema import InputError
 from mleval_sql.sources import as_source
@@ -71,9 +71,9 @@ def compared(request: Request, source: Any) -> pl.DataFrame:
     """The rows of a ``compare`` request: one per segment, model (other than the baseline;
     against the rest: per segment) and metric row, ``value`` the difference, with the two
     values compared, ``ci_low``, ``ci_high``, ``ci_method`` and ``p_value``."""
-    if request.window is not None:
-        inner, src = windowed(request, source)
-        return request.window.finished(compared(inner, src))
+    derivation = derived(request, source)
+    if derivation is not None:
+        return derivation.finished(compared(derivation.request, derivation.source))
     if request.against == "rest":
         return _against_rest(request, source)
     return _models(request, source)

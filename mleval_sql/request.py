@@ -124,6 +124,14 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "wall-clock time there), e.g. ts:1d or ts:1d,1w@Europe/Paris; the result gains "
            "granularity, window_start and window_end ([start, end))",
            metavar="COL:EVERY[@TZ]"),
+    Option("unlabelled", "skip: rows whose truth is null (not known yet) are left out of "
+           "every metric, and each result row says label_coverage, the share of its "
+           "segment's weight whose truth is known (default: error, a null truth is bad input)",
+           choices=("error", "skip"), default="error"),
+    Option("labels", "a second source of outcomes (sample[, label], truth, named as the "
+           "predictions' columns), joined to the predictions by sample (and label where it "
+           "has one): a prediction without an outcome is unlabelled", statement=False,
+           metavar="PATH"),
     Option("task", "default: settled by the metrics, else inferred from the data",
            choices=TASKS),
     Option("average", "averages over labels (default: none for binary and regression, macro "
@@ -215,6 +223,8 @@ class Request:
     curves: tuple[str, ...] = ()
     by: tuple[str, ...] = ()
     window: Window | None = None
+    unlabelled: Literal["error", "skip"] = "error"
+    labels: Any = None  # a source of outcomes
     columns: Mapping[str, str | None] = field(default_factory=dict)
     engine: str | None = None  # None: engines.choose_engine's for the input
     memory_limit: str | int | None = None
@@ -601,7 +611,8 @@ def _curves(value: str | Sequence[str]) -> tuple[str, ...]:
 
 
 _CHECKS: dict[str, Any] = {
-    "metrics": _names, "by": _texts("by"), "window": Window.parse, "task": _choice("task", TASKS),
+    "metrics": _names, "by": _texts("by"), "window": Window.parse,
+    "unlabelled": _choice("unlabelled", ("error", "skip")), "task": _choice("task", TASKS),
     "average": _averages, "columns": _columns, "kind": _choice("kind", CURVE_PARAMS["kind"]
                                                                 .choices),
     "drop_intermediate": _bool("drop_intermediate"), "wide": _bool("wide"),

@@ -162,8 +162,10 @@ def check_summary(summary: pl.DataFrame, columns: Columns, weight: str | None,
         if total[key]:
             count = (f"{total[key]} value(s) {what}" if what.startswith("outside")
                      else f"{total[key]} {what} value(s)")
+            later = ("; a truth not known yet: unlabelled='skip' (--unlabelled skip) leaves "
+                     "such rows out" if key == "null_truth" else "")
             raise InputError(f"column {col!r} has {count} in "
-                             f"{total['n_rows']} rows{_culprit(summary, key, columns)}")
+                             f"{total['n_rows']} rows{_culprit(summary, key, columns)}{later}")
     if total["bad_weight"]:
         raise InputError(f"column {weight!r} has {total['bad_weight']} null, negative or "
                          "non-finite weight(s)")

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from mleval_sql import uncertainty
-from mleval_sql.api import ComparisonOptions, run, windowed
+from mleval_sql.api import ComparisonOptions, derived, run
 from mleval_sql.comparison import SIDE, against_rest
 from mleval_sql.registry import LOWER_IS_BETTER, METRICS, default_averages
 from mleval_sql.request import Request
@@ -148,9 +148,9 @@ def sliced(request: Request, source: Any, metric: str) -> pl.DataFrame:
         raise InputError(f"unknown metric {metric!r} for slices; row-wise errors are "
                          f"{sorted(ROW_ERRORS)}, and any metric of `mleval metrics` ranks "
                          "slices by its value")
-    if request.window is not None:
-        inner, windowed_source = windowed(request, source)
-        return request.window.finished(sliced(inner, windowed_source, metric))
+    derivation = derived(request, source)
+    if derivation is not None:
+        return derivation.finished(sliced(derivation.request, derivation.source, metric))
     src = as_source(source, storage_options=request.storage_options, as_of=request.as_of)
     frame = src.polars()
     over, by = list(request.over), list(request.by)

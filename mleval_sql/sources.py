@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -134,9 +134,9 @@ class Derivation(Protocol):
         """``frame`` with the derived columns."""
         ...
 
-    def sql(self, table: exp.Expression) -> exp.Expression:
-        """A query of ``table`` with the derived columns, in DuckDB's SQL."""
-        ...
+    #: A query of a table with the derived columns, in DuckDB's SQL (None: polars derives
+    #: them, and DuckDB reads the result).
+    sql: Callable[[exp.Expression], exp.Expression] | None
 
 
 @dataclass(frozen=True)

@@ -175,3 +175,48 @@ def test_a_missing_window_column_names_it(lake: Path, tmp_path: Path) -> None:
     data = job(lake, tmp_path / "h", window={"column": "ts", "every": "1d"})
     with pytest.raises(me.InputError, match="window column 'ts' is not in the input"):
         night(tmp_path, data, "out")
+
+
+def test_late_outcomes_recompute_their_windows(lake: Path, tmp_path: Path) -> None:
+    """Predictions without truth and outcomes that arrive later: a night recomputes the
+    windows of the samples whose outcomes arrived, and says each window's label coverage."""
+    preds = tmp_path / "preds"
+    outcomes = tmp_path / "outcomes"
+    outcomes.mkdir()
+    every = pl.read_parquet(lake / "model=a", hive_partitioning=True)  # one model's samples
+    for path in (lake / "model=a").rglob("*.parquet"):  # the predictions without their truth
+        out = preds / path.relative_to(lake)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        pl.read_parquet(path).drop("truth").write_parquet(out)
+    early = every.filter(pl.col("date") <= dt.date(2026, 10, 5))
+    early.select("sample", "label", "truth").write_parquet(outcomes / "part-0.parquet")
+    data = job(preds, tmp_path / "history", unlabelled="skip",
+               labels={"path": str(outcomes)}, alerts={"min_label_coverage": 0.5})
+    first = night(tmp_path, data, "n1")
+    assert len(computed(first)) == 11
+    kept = read_history(tmp_path / "history")
+    coverage = kept.filter(pl.col("segmentation") == "overall", pl.col("granularity") == "1d")
+    # the days without outcomes have no values (every row unlabelled) until they arrive
+    assert coverage.group_by("window_start").agg(pl.col("label_coverage").first()).sort(
+        "window_start")["label_coverage"].to_list() == [1.0] * 5
+    week = kept.filter(pl.col("segmentation") == "overall", pl.col("granularity") == "1w",
+                       pl.col("window_start") == dt.date(2026, 10, 5))
+    assert week["label_coverage"].unique().to_list() == [pytest.approx(1 / 5)]
+
+    late = every.filter(pl.col("date").is_between(dt.date(2026, 10, 6), dt.date(2026, 10, 8)))
+    late.select("sample", "label", "truth").write_parquet(outcomes / "part-1.parquet")
+    second = night(tmp_path, data, "n2")
+    assert computed(second) == {("1d", f"2026-10-0{d}", "fingerprint") for d in (6, 7, 8)} | {
+        ("1w", "2026-10-05", "fingerprint")}
+    values = read_history(tmp_path / "history").filter(
+        pl.col("granularity") == "1d", pl.col("window_start") == dt.date(2026, 10, 7),
+        pl.col("segmentation") == "overall", pl.col("metric") == "roc_auc",
+        pl.col("average") == "macro")
+    direct = me.evaluate(lake / "model=a", "roc_auc", average="macro", window="date:1d")
+    want = direct.filter(pl.col("window_start") == dt.date(2026, 10, 7))
+    assert values["value"].to_list() == pytest.approx(want["value"].to_list(), rel=1e-12)
+    assert values["label_coverage"].to_list() == [1.0]
+    with pytest.raises(me.InputError, match="one outcome per sample and label"):
+        early.head(1).select("sample", "label", "truth").write_parquet(
+            outcomes / "part-2.parquet")
+        night(tmp_path, data, "n3")

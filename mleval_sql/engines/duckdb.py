@@ -510,6 +510,8 @@ def _(source: DuckDBRelation, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPy
 
 @read.register
 def _(source: Derived, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    if source.derive.sql is None:  # a derivation of polars' own: its rows, through Arrow
+        return con.from_arrow(source.polars())
     # the derivation's query over the inner relation under a name of its own, still lazy
     name = f"mleval_{uuid.uuid4().hex[:8]}_underived"
     query = source.derive.sql(exp.to_table(name, quoted=True))

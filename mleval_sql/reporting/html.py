@@ -393,15 +393,25 @@ def _trends(result: Result, models: list[str]) -> dict[str, str]:
         how="left", nulls_equal=True).with_columns(pl.col("alerted").fill_null(False))
     sizes = result.trend.select(MODEL, SEGMENT, "granularity", "window_start", "samples",
                                 "weight").unique()
+    coverage = ([pl.col("label_coverage").fill_null(0.0) >= job.min_label_coverage]
+                if "label_coverage" in result.trend.columns else [])
+    if coverage:
+        sizes = sizes.join(result.trend.select(MODEL, SEGMENT, "granularity", "window_start",
+                                               "label_coverage").unique(
+            [MODEL, SEGMENT, "granularity", "window_start"]),
+            on=[MODEL, SEGMENT, "granularity", "window_start"], how="left", nulls_equal=True)
     rows = rows.join(sizes, on=[MODEL, SEGMENT, "granularity", "window_start"], how="left",
                      nulls_equal=True).with_columns(
-        judged=(pl.col("samples") >= job.min_samples) & (pl.col("weight") >= job.min_weight))
+        judged=pl.all_horizontal((pl.col("samples") >= job.min_samples)
+                                 & (pl.col("weight") >= job.min_weight), *coverage))
     columns = [c for c in dict.fromkeys(rows["column"].to_list())]
     bands = "ci_low" in rows.columns
     note = (f"Overall, each window of {job.window.column} ({job.window.time_zone}); a line per "
             "model" + (f", its band the {_level(job)} intervals" if bands else "") +
             ("; dashed: the baseline" if job.baseline is not None and not job.baseline.previous
-             else "") + "; hollow: too small to judge; red rings: the latest window's alerts.")
+             else "") + "; hollow: too small to judge" + (
+                f" or truth known for under {job.min_label_coverage:.0%} of its weight"
+                if coverage else "") + "; red rings: the latest window's alerts.")
     return {"id": "trends", "title": "Trends", "note": note,
             "svg": charts.trend_grid(rows, columns, job.window.every, models, "trends")}
 

@@ -47,8 +47,9 @@ REPORT_COLUMNS = frozenset({
     MODEL, SEGMENTATION, SEGMENT, *RESULT_COLUMNS, "operating_threshold", "baseline", "delta",
     "ci_low", "ci_high", "ci_method", "ci_resamples", "reason", "baseline_ci_low",
     "baseline_ci_high", "paired_p", "samples", "weight", "judged", "rows", "rule", "rule_key",
-    "description", "p_value", "q_value", "tp", "fp", "fn", "tn", "tpr", "fpr", "precision",
-    "recall", "f1", "bin", "lower", "upper", "mean_score", "observed_rate", "level", "size",
+    "description", "p_value", "q_value", "label_coverage", "tp", "fp", "fn", "tn", "tpr",
+    "fpr", "precision", "recall", "f1", "bin", "lower", "upper", "mean_score", "observed_rate",
+    "level", "size",
     "rest_value", "score", "error", "max_error", "difference", *windows.COLUMNS, windows.END,
     *METRICS,
     *(f"{m}_{a}" for m in METRICS for a in AVERAGES)})
@@ -167,6 +168,9 @@ class Job:
     min_weight: float = 0.0
     fdr: float = 0.05  # the false discovery rate of the significant rules' tests
     slices: Slices | None = None
+    unlabelled: str = "error"  # "skip": rows of unknown truth left out, label_coverage said
+    labels: str | None = None  # [labels] path: outcomes joined to the predictions by sample
+    min_label_coverage: float = 0.9  # a segment whose truth is known for less: never alerts
     window: Window | None = None  # [window]: every table per time window
     history: Path | None = None  # [history] path: every window's rows kept there
     file: Path | None = None
@@ -211,6 +215,7 @@ class Job:
                    "threads": self.threads if "threads" in taken else None,
                    "reproducible": self.reproducible, "storage_options": source.storage_options,
                    "as_of": source.as_of, "window": self.window,
+                   "unlabelled": self.unlabelled, "labels": self.labels,
                    **(self.options if action in ("evaluate", "compare", "slices") else {})}
         return Request.build(action, **{**options, **more})
 
@@ -278,6 +283,7 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
     average = top.get("average", (str, list), default=[])
     average = [average] if isinstance(average, str) else average
     given = {"task": task, "engine": engine,
+             "unlabelled": top.get("unlabelled", str, default="error"),
              "memory_limit": top.get("memory_limit", str, default=None),
              "threads": top.get("threads", int, default=None), "average": average or None}
     for name in PARAMETERS:
@@ -321,6 +327,15 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
     max_labels = report.get("max_labels", int, default=8)
     report.done()
     window = _window(top.get("window", dict)) if "window" in data else None
+    outcomes = None
+    if "labels" in data:
+        table = _Table(top.get("labels", dict), "labels")
+        text = table.get("path", str, required=True)
+        table.done()
+        outcomes = text if "://" in text or Path(text).is_absolute() else os.fspath(base / text)
+        if "://" not in outcomes and not any(ch in outcomes for ch in "*?[") \
+                and not Path(outcomes).exists():
+            raise JobError(f"labels.path: no such file or folder: {outcomes}")
     history = None
     if "history" in data:
         table = _Table(top.get("history", dict), "history")
@@ -360,6 +375,10 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
     alerts = _Table(top.get("alerts", dict, default={}), "alerts")
     min_samples = alerts.get("min_samples", int, default=0)
     min_weight = float(alerts.get("min_weight", (int, float), default=0))
+    min_coverage = float(alerts.get("min_label_coverage", (int, float), default=0.9))
+    if not 0 <= min_coverage <= 1:
+        raise JobError(f"alerts.min_label_coverage: expected a share in [0, 1], got "
+                       f"{min_coverage!r}")
     fdr = float(alerts.get("fdr", (int, float), default=0.05))
     if not 0 < fdr < 1:
         raise JobError(f"alerts.fdr: expected a false discovery rate in (0, 1), got {fdr!r}")
@@ -374,6 +393,7 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
               max_points=max_points, sweep_bins=sweep_bins, rank_by=rank_by, top=top_n,
               max_labels=max_labels, baseline=baseline, rules=rules, min_samples=min_samples,
               min_weight=min_weight, fdr=fdr, slices=slices, window=window,
+              unlabelled=given["unlabelled"], labels=outcomes, min_label_coverage=min_coverage,
               history=history, file=file)
     top.done()
     return job

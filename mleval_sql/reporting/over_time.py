@@ -32,8 +32,9 @@ import polars as pl
 
 from mleval_sql.history import ADDED, History
 from mleval_sql.history import read as read_history
+from mleval_sql.labels import COVERAGE, outcome_inputs
 from mleval_sql.reporting.job import Baseline, Job, JobError
-from mleval_sql.sources import Source
+from mleval_sql.sources import Source, as_source
 from mleval_sql.windows import COLUMNS, END, GRANULARITY, LOCAL_START, START, candidates
 
 #: The fingerprint of a window no file holds any more, and of one whose inputs are not files.
@@ -162,6 +163,15 @@ def night(job: Job, sources: Mapping[str, Source], *,
             return
         every = pl.concat([c.with_columns(source=pl.lit(k)) for k, c in found.items()
                            if c is not None])
+        if job.labels is not None:  # late outcomes change the windows of their samples
+            outcomes = _outcome_inputs(job, sources)
+            if outcomes is None:
+                every = every.with_columns(fingerprint=pl.lit(UNKNOWN_INPUTS))
+            else:
+                every = every.join(outcomes, on=[GRANULARITY, LOCAL_START], how="left")\
+                    .with_columns(fingerprint=pl.concat_str(
+                        "fingerprint", pl.col("inputs").list.join("\n").fill_null(""),
+                        separator="\n")).drop("inputs")
         windows = every.sort("source").group_by(GRANULARITY, START, maintain_order=True).agg(
             pl.col(END).first(), pl.col(LOCAL_START).first(),
             pl.col("fingerprint").str.join("\n"))
@@ -186,6 +196,21 @@ def night(job: Job, sources: Mapping[str, Source], *,
         yield Night(store, digest, stale, max(kept, 0), dict(files), rows)
 
 
+def _outcome_inputs(job: Job, sources: Mapping[str, Source]) -> pl.DataFrame | None:
+    """The outcome files ([labels]) each window's samples read, over every source."""
+    assert job.labels is not None and job.window is not None
+    outcomes = as_source(job.labels)
+    parts = []
+    for source, spec in zip(sources.values(), job.sources, strict=True):
+        sample = spec.columns.get("sample") or "sample"
+        found = outcome_inputs(source, outcomes, job.window, sample)
+        if found is None:
+            return None
+        parts.append(found.explode("inputs"))
+    return pl.concat(parts).unique().sort("inputs").group_by(
+        GRANULARITY, LOCAL_START, maintain_order=True).agg(pl.col("inputs"))
+
+
 def request_hash(job: Job) -> str:
     """A hash of what a window's values depend on besides its inputs: the metrics, averages,
     options, segmentations, window, and each source's reading (paths, models, columns)."""
@@ -194,7 +219,8 @@ def request_hash(job: Job) -> str:
             "options": job.options, "segments": [list(s.columns) for s in job.segmentations],
             "window": [job.window.column, list(job.window.every), job.window.time_zone],
             "sources": [[list(s.paths), s.model, s.model_column, dict(s.columns)]
-                        for s in job.sources]}
+                        for s in job.sources],
+            "labels": job.labels, "unlabelled": job.unlabelled}
     return hashlib.sha256(json.dumps(said, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -214,6 +240,7 @@ def unsized(rows: pl.DataFrame, keys: Sequence[str]) -> tuple[pl.DataFrame, pl.D
     columns, ``samples`` and ``weight``), without what the history adds."""
     windowed = [*COLUMNS, END]
     metrics = rows.drop(*(c for c in (*ADDED, "samples", "weight") if c in rows.columns))
-    sizes = rows.select(*keys, *windowed, "samples", "weight").unique(
+    coverage = [COVERAGE] if COVERAGE in rows.columns else []
+    sizes = rows.select(*keys, *windowed, "samples", "weight", *coverage).unique(
         [*keys, *windowed], maintain_order=True)
     return metrics, sizes

@@ -29,6 +29,7 @@ import polars as pl
 from mleval_sql import uncertainty
 from mleval_sql.api import Outcome
 from mleval_sql.api import run as run_request
+from mleval_sql.labels import COVERAGE
 from mleval_sql.params import PARAMS, RESULT_COLUMNS
 from mleval_sql.registry import LOWER_IS_BETTER, METRICS
 from mleval_sql.reporting import over_time
@@ -499,8 +500,12 @@ def _sorted(frame: pl.DataFrame, job: Job, order: dict[str, int]) -> pl.DataFram
 
 
 def _judged(sizes: pl.DataFrame, job: Job) -> pl.DataFrame:
-    return sizes.with_columns(judged=(pl.col("samples") >= job.min_samples)
-                              & (pl.col("weight") >= job.min_weight))
+    """``sizes`` with ``judged``: whether the segment is large enough, and its truth known
+    enough (``label_coverage``, where truth may be unknown), to alert."""
+    judged = (pl.col("samples") >= job.min_samples) & (pl.col("weight") >= job.min_weight)
+    if COVERAGE in sizes.columns:
+        judged = judged & (pl.col(COVERAGE).fill_null(0.0) >= job.min_label_coverage)
+    return sizes.with_columns(judged=judged)
 
 
 METRIC_KEYS = (*COLUMNS, SEGMENTATION, SEGMENT, "metric", "average", "label", "predicted")
@@ -508,7 +513,7 @@ METRIC_KEYS = (*COLUMNS, SEGMENTATION, SEGMENT, "metric", "average", "label", "p
 
 def _with_sizes(metrics: pl.DataFrame, sizes: pl.DataFrame) -> pl.DataFrame:
     """``metrics`` with their segment's ``samples`` and ``weight``."""
-    keys = [c for c in sizes.columns if c in metrics.columns]
+    keys = [c for c in sizes.columns if c in metrics.columns and c != COVERAGE]
     return metrics.join(sizes.select(*keys, "samples", "weight"), on=keys, how="left",
                         nulls_equal=True, maintain_order="left")
 
