@@ -68,6 +68,9 @@ class SourceOptions(TypedDict, total=False):
     connection: Any
     storage_options: Mapping[str, str] | None
     as_of: int | str | datetime | None
+    window: str | Mapping[str, Any] | windows.Window | None
+    unlabelled: str
+    labels: Any
 
 
 @dataclass(frozen=True)
@@ -114,7 +117,11 @@ def evaluate(
     metrics' one task, else inferred from the data); ``engine`` (default: the fastest that fits
     the input and options, :func:`mleval_sql.engines.choose_engine`); ``memory_limit``;
     ``threads`` (DuckDB's); ``connection`` (a DuckDB connection, or a database's for
-    ``engine="sql"``); ``storage_options``; ``as_of``.
+    ``engine="sql"``); ``storage_options``; ``as_of``; ``window`` (time windows,
+    :class:`mleval_sql.windows.Window`: ``"ts:1d,1w@Europe/Paris"``; the rows gain
+    ``granularity, window_start, window_end``); ``unlabelled="skip"`` (rows of unknown truth
+    left out, ``label_coverage`` said) and ``labels`` (outcomes joined by sample), see
+    :mod:`mleval_sql.labels`.
 
     ``average``: "none" (per label), "micro", "macro", "weighted", "samples", "macro_std",
     "variance_weighted" (r2), or a list; default per label for binary and regression, macro

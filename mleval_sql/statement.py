@@ -18,7 +18,7 @@ import polars as pl
 import sqlglot
 from sqlglot import exp
 
-from mleval_sql import clustering, dialects, queries, slicing, windows
+from mleval_sql import clustering, dialects, labels, queries, slicing, windows
 from mleval_sql.engines.sql import canonical, clustering_canonical
 from mleval_sql.params import PARAMS
 from mleval_sql.registry import AVERAGING, FUSED, METRICS, STEPS, SWEEP
@@ -124,6 +124,9 @@ def sql(metrics: str | Sequence[str] | None = None, *, task: Task | None = None,
     else:
         cols, weight, truth_type = _read_columns(request, known, task)
     segments = list(request.by)
+    if request.unlabelled == "skip":  # the rows whose truth is known
+        source = exp.Subquery(this=labels.Known(cols.truth).sql(source),
+                              alias=exp.TableAlias(this=exp.to_identifier("labelled")))
     if request.window is not None:  # the window's columns made from the table's rows first
         kind = "naive" if known is None else request.window.kind(known.schema)
         source = exp.Subquery(this=request.window.sql(source, kind, end=True),
@@ -162,6 +165,9 @@ def sql(metrics: str | Sequence[str] | None = None, *, task: Task | None = None,
     header += f"-- {_weights_said(request, known, weight)}\n"
     if request.window is not None:
         header += f"-- {_window_said(request.window, known)}\n"
+    if request.unlabelled == "skip":
+        header += (f"-- Rows whose {cols.truth} is null (not known yet) are left out; evaluate "
+                   "also gives each row its segment's label_coverage.\n")
     if written:
         header += (f"-- A script of {len(written) * 2 + 1} statements, to run in order (spark.sql "
                    "one at a time, a %sql cell, spark-sql -f); the last gives the rows. "

@@ -88,3 +88,17 @@ def test_what_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
                  "--unlabelled", "skip", "--format", "csv"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0].endswith("value,label_coverage")
+
+
+def test_a_statement_leaves_out_the_unknown_rows_as_evaluate(tmp_path: Path) -> None:
+    import duckdb
+
+    rows = predictions()
+    rows.write_parquet(tmp_path / "rows.parquet")
+    text = me.sql(METRICS, task="multilabel", by="region", average="macro", table="p",
+                  unlabelled="skip", schema_from=str(tmp_path / "rows.parquet"))
+    assert "left out" in text.splitlines()[2]
+    con = duckdb.connect()
+    con.register("p", rows.to_arrow())
+    want = me.evaluate(rows, METRICS, by="region", average="macro", unlabelled="skip")
+    assert_frames_close(con.sql(text).pl(), want.drop("label_coverage"))
