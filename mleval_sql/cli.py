@@ -290,7 +290,8 @@ def _add_param(cmd: argparse._ActionsContainer, name: str) -> None:
 
 
 #: Options passed on only where given (the others always, at their flag's default).
-IF_GIVEN = ("metrics", "storage_options", "as_of", "threads", "ci", "resamples", "seed", "window")
+IF_GIVEN = ("metrics", "storage_options", "as_of", "threads", "ci", "resamples", "seed", "window",
+            "labels")
 
 
 def _at_door(option: Option, statement: bool) -> bool:
