@@ -470,10 +470,12 @@ class _Builder:
         """``select`` ordered by the segments, then ``columns``; a segment of ``ranks`` by
         its value's rank there, read from the segment column (``keyed``: from its key, the
         input's column, where an expression may not read the output's name: PostgreSQL)."""
-        keys: list[exp.Expression] = [
-            exp.column(exp.to_identifier(c, quoted=True)) if c not in self.ranks else
-            _rank(exp.column(k) if keyed else exp.column(exp.to_identifier(c, quoted=True)),
-                  self.ranks[c]) for k, c in zip(self.keys, self.by, strict=True)]
+        keys: list[exp.Expression] = []
+        for i, c in enumerate(self.by):
+            key = exp.column(exp.to_identifier(c, quoted=True))
+            if c in self.ranks:
+                key = _rank(exp.column(self.keys[i]) if keyed else key, self.ranks[c])
+            keys.append(key)
         keys += [exp.column(c) if isinstance(c, str) else c for c in columns]
         return select.order_by(*(exp.Ordered(this=k, desc=isinstance(k, exp.Column)
                                              and k.name in descending,

@@ -205,9 +205,11 @@ class Window:
         window's time zone, the granularities in the order given."""
         if START not in table.columns:
             return table
-        start = pl.col(START)
+        dated = table.schema[START] == pl.Date
+        # microseconds whatever the input's unit (DuckDB's, and polars keeps ms input's own)
+        start = pl.col(START) if dated else pl.col(START).cast(pl.Datetime("us"))
         end = start.dt.offset_by(pl.col(GRANULARITY))
-        if table.schema[START] != pl.Date:
+        if not dated:
             start, end = _instant(start, self.time_zone), _instant(end, self.time_zone)
         at = table.columns.index(START)
         columns = [*table.columns[:at + 1], END, *table.columns[at + 1:]]

@@ -196,6 +196,10 @@ def test_each_window_equals_evaluate_of_its_rows(engine, task, metrics, average,
 
 # -- 2. time zones and edges -------------------------------------------------------------------
 
+def utc(*parts: int) -> datetime:
+    return datetime(*parts, tzinfo=UTC)
+
+
 def at(zone: str, *parts: int) -> datetime:
     """Wall-clock time ``parts`` in ``zone`` as a UTC instant (the earlier one if repeated)."""
     return datetime(*parts, tzinfo=ZoneInfo(zone)).astimezone(UTC)
@@ -242,6 +246,24 @@ def test_utc_instants_in_new_york_and_kolkata(engine):
     assert got["window_start"][1] == datetime(2026, 1, 14, 18, 30, tzinfo=UTC)  # +05:30
     assert got["window_end"][1] == datetime(2026, 1, 15, 18, 30, tzinfo=UTC)
     check_members(times, "ts:1h,1d,1w@Asia/Kolkata", engine)
+
+
+def test_every_time_unit_gives_microsecond_windows(engine):
+    """Milliseconds (Java's parquet), nanoseconds (pandas'): the windows of microseconds, as
+    from every engine."""
+    frame = tp_frame([datetime(2026, 1, 14, 23, 59, tzinfo=UTC), utc(2026, 1, 15, 5, 1)])
+
+    def windows(ts: pl.Expr) -> pl.DataFrame:
+        return me.evaluate(frame.with_columns(ts), "tp", task="binary",
+                           window="ts:1h,1d@America/New_York", engine=engine)
+
+    aware, local = windows(pl.col("ts")), windows(pl.col("ts").dt.replace_time_zone(None))
+    assert aware.schema["window_start"] == local.schema["window_end"] == pl.Datetime("us", NY)
+    for unit in ("ms", "ns"):
+        for ts, want in ((pl.col("ts"), aware),
+                         (pl.col("ts").dt.replace_time_zone(None), local)):
+            got = windows(ts.dt.cast_time_unit(unit))
+            assert got.schema == want.schema and got.equals(want), (unit, got.schema)
 
 
 def test_naive_timestamps_are_wall_clock_time_in_the_zone(engine):
@@ -305,14 +327,12 @@ FALL = [at(NY, 2026, 10, 31, 23, 59), at(NY, 2026, 11, 1), *(
     at(NY, 2026, 11, 1, 23, 59), at(NY, 2026, 11, 2)]
 
 
-def utc(*parts: int) -> datetime:
-    return datetime(*parts, tzinfo=UTC)
-
-
 def test_days_and_hours_where_clocks_change(engine):
     got = spans(check_members(SPRING, "ts:1h,1d@America/New_York", engine))
     # the 23-hour day holds exactly the rows of that local day
     assert got["1d", datetime(2026, 3, 8)] == (utc(2026, 3, 8, 5), utc(2026, 3, 9, 4), 0b011110)
+    assert got["1d", datetime(2026, 3, 8)][1] - got["1d", datetime(2026, 3, 8)][0] == \
+        timedelta(hours=23)
     # 01:00 EST, then 03:00 EDT: an hour each, and no window for the hour skipped
     assert got["1h", datetime(2026, 3, 8, 1)] == (utc(2026, 3, 8, 6), utc(2026, 3, 8, 7), 0b100)
     assert got["1h", datetime(2026, 3, 8, 3)] == (utc(2026, 3, 8, 7), utc(2026, 3, 8, 8), 0b1000)
@@ -320,7 +340,9 @@ def test_days_and_hours_where_clocks_change(engine):
 
     got = spans(check_members(FALL, "ts:1h,1d@America/New_York", engine))
     assert got["1d", datetime(2026, 11, 1)] == (utc(2026, 11, 1, 4), utc(2026, 11, 2, 5),
-                                                0b011111110)  # 25 hours
+                                                0b011111110)
+    assert got["1d", datetime(2026, 11, 1)][1] - got["1d", datetime(2026, 11, 1)][0] == \
+        timedelta(hours=25)
     # the repeated hour is one window of two hours: 01:00 EDT to 02:00 EST
     assert got["1h", datetime(2026, 11, 1, 1)] == (utc(2026, 11, 1, 5), utc(2026, 11, 1, 7),
                                                    0b111100)
