@@ -176,7 +176,9 @@ def main() -> None:
         return
     folder = Path(args.folder) / f"{args.days}x{args.samples}"
     lake = folder / "lake"
-    shutil.rmtree(lake, ignore_errors=True)
+    for extra in lake.glob("date=*"):  # the days an earlier run grew the lake by
+        if dt.date.fromisoformat(extra.name[5:]) >= START + dt.timedelta(days=args.days):
+            shutil.rmtree(extra)
     out = folder / "out"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)

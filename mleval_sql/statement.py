@@ -164,7 +164,7 @@ def sql(metrics: str | Sequence[str] | None = None, *, task: Task | None = None,
               f"{'; ' + shown if shown else ''}.\n")
     header += f"-- {_weights_said(request, known, weight)}\n"
     if request.window is not None:
-        header += f"-- {_window_said(request.window, known)}\n"
+        header += f"-- {_window_said(request.window, known, dialect)}\n"
     if request.unlabelled == "skip":
         header += (f"-- Rows whose {cols.truth} is null (not known yet) are left out; evaluate "
                    "also gives each row its segment's label_coverage.\n")
@@ -373,8 +373,9 @@ def _slices_statement(metrics: str | Sequence[str] | None, *, dialect: str, tabl
     return slicing.statement(request, names[0], table=table, dialect=dialect, pretty=pretty)
 
 
-def _window_said(window: windows.Window, known: _Known | None) -> str:
-    """The header's line on the windows: how the time column is read."""
+def _window_said(window: windows.Window, known: _Known | None, dialect: str) -> str:
+    """The header's line on the windows: how the time column is read (and, where the
+    dialect truncates instants in its session's zone, that the session's zone must be UTC)."""
     kind = "naive" if known is None else window.kind(known.schema)
     read = {"date": "a date", "aware": f"an instant, in {window.time_zone}",
             "naive": f"wall-clock time in {window.time_zone}"}[kind]
@@ -384,7 +385,15 @@ def _window_said(window: windows.Window, known: _Known | None) -> str:
     if known is None:
         line += (" A column with a time zone is converted only where the statement knows "
                  "the table's columns (--schema-from FILE, or a connection).")
+    if kind == "aware" and dialect in SESSION_ZONED:
+        line += (f" {dialect} truncates a timestamp in its session's time zone: run this "
+                 "with the session's time zone UTC (spark.sql.session.timeZone).")
     return line
+
+
+#: Dialects whose date_trunc of a timestamp reads the session's time zone: the statement's
+#: conversion to the window's zone holds where that zone is UTC.
+SESSION_ZONED = ("spark", "spark2", "databricks")
 
 
 def _shown(value: object) -> str:
