@@ -72,6 +72,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 # numpy and pyarrow (pyarrow.dataset alone takes about 0.4 s to import) are imported where they
 # are used: a step's time is its own imports and work, not those of the steps beside it
@@ -100,38 +101,48 @@ CI_STEPS = tuple(f"{kind}-{engine}" for kind in ("auc", "delong", "pair", "boots
 def make_lake(folder: Path, samples: int, seed: int = 0) -> Path:
     """``folder/segment=sK/part-N.parquet``: ``samples`` samples x 10 labels, 8 segments."""
     import numpy as np
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     done = folder / "_complete"
     if done.exists():
         return folder
     rng = np.random.default_rng(seed)
-    labels = pa.array([f"l{j}" for j in range(LABELS)]).dictionary_encode()
     per_file = 1_000_000
     for start in range(0, samples, per_file):
         n = min(per_file, samples - start)
-        segment = rng.integers(0, SEGMENTS, size=n)
-        truth = rng.random((n, LABELS)) < np.linspace(0.05, 0.5, LABELS)
-        # continuous scores with some signal: a logistic of a shifted normal
-        logit = rng.normal(0.0, 1.0, size=(n, LABELS)) + np.where(truth, 1.2, -0.4)
-        score = 1.0 / (1.0 + np.exp(-logit))
-        sample = np.arange(start, start + n, dtype=np.int64)
-        for s in range(SEGMENTS):
-            rows = segment == s
-            k = int(rows.sum())
-            table = pa.table({
-                "sample": np.repeat(sample[rows], LABELS),
-                "label": pa.DictionaryArray.from_arrays(
-                    np.tile(np.arange(LABELS, dtype=np.int32), k), labels.dictionary),
-                "score": score[rows].ravel(),
-                "truth": truth[rows].ravel(),
-            })
+        for s, table in segment_tables(rng, start, n):
             out = folder / f"segment=s{s}"
             out.mkdir(parents=True, exist_ok=True)
             pq.write_table(table, out / f"part-{start // per_file:05d}.parquet")
     done.touch()
     return folder
+
+
+def segment_tables(rng: Any, start: int, n: int) -> list[tuple[int, Any]]:
+    """``n`` samples (ids from ``start``) x 10 labels, each in one of 8 segments: each
+    segment's number and its rows as an Arrow table (sample, label, score, truth)."""
+    import numpy as np
+    import pyarrow as pa
+
+    labels = pa.array([f"l{j}" for j in range(LABELS)]).dictionary_encode()
+    segment = rng.integers(0, SEGMENTS, size=n)
+    truth = rng.random((n, LABELS)) < np.linspace(0.05, 0.5, LABELS)
+    # continuous scores with some signal: a logistic of a shifted normal
+    logit = rng.normal(0.0, 1.0, size=(n, LABELS)) + np.where(truth, 1.2, -0.4)
+    score = 1.0 / (1.0 + np.exp(-logit))
+    sample = np.arange(start, start + n, dtype=np.int64)
+    tables = []
+    for s in range(SEGMENTS):
+        rows = segment == s
+        k = int(rows.sum())
+        tables.append((s, pa.table({
+            "sample": np.repeat(sample[rows], LABELS),
+            "label": pa.DictionaryArray.from_arrays(
+                np.tile(np.arange(LABELS, dtype=np.int32), k), labels.dictionary),
+            "score": score[rows].ravel(),
+            "truth": truth[rows].ravel(),
+        })))
+    return tables
 
 
 def make_cluster_lake(folder: Path, samples: int, seed: int = 0) -> Path:

@@ -36,37 +36,20 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from lake import LABELS, SEGMENTS, in_child  # a sibling script, not a package
+from lake import LABELS, in_child, segment_tables  # a sibling script, not a package
 
 METRICS = ["roc_auc", "average_precision", "f1", "precision", "recall"]
 START = dt.date(2026, 10, 1)
 
 
 def write_day(lake: Path, day: int, samples: int) -> None:
-    """One day of predictions, ``samples`` samples x 10 labels in 8 segments (hive folders
-    ``date=`` and ``segment=``)."""
+    """One day of predictions, ``samples`` samples x 10 labels in 8 segments
+    (:func:`lake.segment_tables`), in hive folders ``date=`` and ``segment=``."""
     import numpy as np
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    rng = np.random.default_rng(day)
-    labels = pa.array([f"l{j}" for j in range(LABELS)]).dictionary_encode()
-    segment = rng.integers(0, SEGMENTS, size=samples)
-    truth = rng.random((samples, LABELS)) < np.linspace(0.05, 0.5, LABELS)
-    logit = rng.normal(0.0, 1.0, size=(samples, LABELS)) + np.where(truth, 1.2, -0.4)
-    score = 1.0 / (1.0 + np.exp(-logit))
-    sample = np.arange(day * samples, (day + 1) * samples, dtype=np.int64)
     date = START + dt.timedelta(days=day)
-    for s in range(SEGMENTS):
-        rows = segment == s
-        k = int(rows.sum())
-        table = pa.table({
-            "sample": np.repeat(sample[rows], LABELS),
-            "label": pa.DictionaryArray.from_arrays(
-                np.tile(np.arange(LABELS, dtype=np.int32), k), labels.dictionary),
-            "score": score[rows].ravel(),
-            "truth": truth[rows].ravel(),
-        })
+    for s, table in segment_tables(np.random.default_rng(day), day * samples, samples):
         out = lake / f"date={date}" / f"segment=s{s}" / "part-0.parquet"
         out.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(table, out)
