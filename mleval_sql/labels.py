@@ -22,13 +22,16 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import polars as pl
-from sqlglot import exp
 
 from mleval_sql.errors import InputError
 from mleval_sql.sources import Parquet, Source, underlying
 from mleval_sql.windows import GRANULARITY, LOCAL_START, START, Window
+
+if TYPE_CHECKING:  # SQL is written only where a request reads it: sqlglot loads then
+    from sqlglot import exp
 
 #: What a null truth gets: an error, or the row is left out (``unlabelled="skip"``).
 UNLABELLED = ("error", "skip")
@@ -45,6 +48,8 @@ class Known:
         return frame.filter(pl.col(self.truth).is_not_null())
 
     def sql(self, table: exp.Expression) -> exp.Query:
+        from sqlglot import exp
+
         truth = exp.column(exp.to_identifier(self.truth, quoted=True))
         return exp.select(exp.Star()).from_(table.copy()).where(
             exp.Not(this=exp.Is(this=truth, expression=exp.Null())))

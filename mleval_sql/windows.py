@@ -29,15 +29,16 @@ import zoneinfo
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote
 
 import polars as pl
-import pyarrow.parquet as pq
-from sqlglot import exp
 
 from mleval_sql.errors import DataWarning, InputError
 from mleval_sql.sources import Derived, Parquet, Source, underlying
+
+if TYPE_CHECKING:  # SQL is written only where a request reads it: sqlglot loads then
+    from sqlglot import exp
 
 #: Each granularity and its SQL ``date_trunc`` part; polars truncates and offsets by the
 #: granularity's own name (``1w``: ISO weeks, from Monday).
@@ -165,6 +166,8 @@ class Window:
         """``table``'s rows with a time, with the window columns (``end``: and
         ``window_end``), once per granularity (UNION ALL): SQL for every dialect sqlglot
         writes (DuckDB's engine, the statements to paste)."""
+        from sqlglot import exp
+
         time: exp.Expression = exp.column(exp.to_identifier(self.column, quoted=True))
         timed = exp.Not(this=exp.Is(this=time.copy(), expression=exp.Null()))
         if kind == "aware":
@@ -255,6 +258,8 @@ def candidates(source: Source, window: Window) -> pl.DataFrame | None:
     result gives them; ``local_start`` is its start as :attr:`Window.only` takes it. None:
     the input is not local parquet files (a frame, a table, object storage), whose windows
     cannot be told apart so."""
+    import pyarrow.parquet as pq  # footers only, and only for a nightly job's windows
+
     files = underlying(source)
     if not isinstance(files, Parquet) or any("://" in f for f in files.files):
         return None
@@ -301,10 +306,11 @@ def candidates(source: Source, window: Window) -> pl.DataFrame | None:
     ).sort(GRANULARITY, START)
 
 
-def _file_range(path: str, meta: pq.FileMetaData, column: str,
+def _file_range(path: str, meta: Any, column: str,
                 dtype: pl.DataType) -> tuple[Any, Any]:
-    """The earliest and latest time ``column`` (of type ``dtype``) holds in a parquet file:
-    its hive folder's value, else its row groups' statistics (None, None: unknown)."""
+    """The earliest and latest time ``column`` (of type ``dtype``) holds in a parquet file
+    (``meta``: its pyarrow footer): its hive folder's value, else its row groups' statistics
+    (None, None: unknown)."""
     names = meta.schema.to_arrow_schema().names
     if column not in names:
         for part in reversed(path.replace(os.sep, "/").split("/")[:-1]):
