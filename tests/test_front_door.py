@@ -290,3 +290,47 @@ def test_one_error_names_the_option_at_every_door(action, given, flags, message,
                "metrics": ["f1"], **given}
         with pytest.raises(me.InputError, match=message):
             me.report(job, tmp_path / "out", progress=False)
+
+
+def test_a_window_and_late_truth_reach_every_door(capsys, tmp_path):
+    """``window=`` and ``unlabelled="skip"``, one request through the API, ``mleval
+    evaluate``, ``mleval sql`` pasted into DuckDB and a report job: the same rows (the job's
+    every window, in windows.parquet)."""
+    frame = make_predictions("multilabel", seed=5, complete=True).rename({"model": "version"})
+    frame = frame.with_columns(
+        day=pl.date(2026, 11, 1) + pl.duration(days=pl.col("sample").rank("dense") % 9),
+        truth=pl.when(pl.col("sample").rank("dense") % 5 == 0).then(None)
+        .otherwise(pl.col("truth")))
+    path = tmp_path / "preds.parquet"
+    frame.write_parquet(path)
+    metrics, window = ["f1", "roc_auc"], "day:1d,1w"
+    keys = ["granularity", "window_start", "version"]
+    want = me.evaluate(path, metrics, by="version", task="multilabel", window=window,
+                       unlabelled="skip", average="macro")
+    assert want["label_coverage"].min() < 1.0
+    flags = ["--metric", ",".join(metrics), "--by", "version", "--task", "multilabel",
+             "--window", window, "--unlabelled", "skip", "--average", "macro"]
+    code, out, err = _cli(capsys, "evaluate", path, *flags, "--format", "csv")
+    assert code == 0, err
+    cli = pl.read_csv(io.StringIO(out), schema_overrides=want.schema)
+    assert cli.columns == want.columns
+    assert_same_rows(cli, want, keys)
+    code, statement, err = _cli(capsys, "sql", *flags, "--table", "preds",
+                                "--schema-from", path)
+    assert code == 0, err
+    con = duckdb.connect()
+    con.register("preds", frame)
+    pasted = con.sql(statement).pl()
+    assert pasted.columns == [c for c in want.columns if c != "label_coverage"]
+    assert_same_rows(pasted, want, keys)
+    job = {"sources": [{"path": str(path), "model": "m"}], "segments": ["version"],
+           "metrics": metrics, "task": "multilabel", "average": ["macro"],
+           "unlabelled": "skip", "window": {"column": "day", "every": ["1d", "1w"]},
+           "curves": {"kinds": []}}
+    report = me.report(job, tmp_path / "report", progress=False)
+    rows = pl.read_parquet(report.output / "windows.parquet").filter(
+        pl.col("segmentation") == "version", pl.col("metric").is_in(metrics),
+        pl.col("average") == "macro")
+    assert_same_rows(rows, want, keys)
+    assert rows.select(*keys, "label_coverage").unique(keys).sort(keys).equals(
+        want.select(*keys, "label_coverage").unique(keys).sort(keys))
