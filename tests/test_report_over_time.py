@@ -23,19 +23,21 @@ SAMPLES = 30  # per model and day
 
 
 def write_day(lake: Path, day: int, *, seed: int = 0) -> None:
-    """One day of predictions of models a and b (3 labels), as date=... hive folders."""
+    """One day of predictions of models a and b on the same samples (3 labels), as date=...
+    hive folders."""
     rng = np.random.default_rng(1000 * seed + day)
     date = START + dt.timedelta(days=day)
+    n = SAMPLES
+    truth = rng.random(3 * n) < 0.4  # the day's samples, which both models score
+    region = np.repeat(rng.choice(["eu", "us"], n), 3)
     for model, skill in (("a", 1.0), ("b", 1.5 - 0.1 * day)):
-        n = SAMPLES
-        truth = rng.random(3 * n) < 0.4
         noise = rng.normal(0, 1.0, 3 * n)
         frame = pl.DataFrame({
             "sample": np.repeat(np.arange(day * n, (day + 1) * n), 3),
             "label": np.tile(["cat", "dog", "bird"], n),
             "score": (1 / (1 + np.exp(-(skill * (2 * truth - 1) + noise)))).round(2),
             "truth": truth,
-            "region": np.repeat(rng.choice(["eu", "us"], n), 3),
+            "region": region,
         })
         folder = lake / f"model={model}" / f"date={date}"
         folder.mkdir(parents=True, exist_ok=True)
@@ -220,3 +222,18 @@ def test_late_outcomes_recompute_their_windows(lake: Path, tmp_path: Path) -> No
         early.head(1).select("sample", "label", "truth").write_parquet(
             outcomes / "part-2.parquet")
         night(tmp_path, data, "n3")
+
+
+def test_paired_tests_of_a_windowed_job_are_the_latest_windows(lake: Path,
+                                                               tmp_path: Path) -> None:
+    data = job(lake, None, baseline={"model": "a"}, ci=0.95, resamples=50, alerts={
+        "rules": [{"metric": "f1", "drop": 0.01, "significant": True}]})
+    night(tmp_path, data, "out")
+    metrics = pl.read_parquet(tmp_path / "out" / "metrics.parquet")
+    keys = ["model", "segment", "metric", "average", "label", "predicted"]
+    assert not metrics.select(*(k for k in keys if k in metrics.columns)).is_duplicated().any()
+    direct = me.compare(lake, "f1", model="model", baseline="a", average="macro",
+                        window="date:1d", resamples=50).filter(
+        pl.col("window_start") == dt.date(2026, 10, 9))
+    row = metrics.filter(segment="overall", metric="f1", average="macro", model="b")
+    assert row["paired_p"].item() == pytest.approx(direct["p_value"].item(), rel=1e-12)

@@ -197,7 +197,7 @@ def _run(job: Job, prepared: list[_Prepared], task: str, progress: Progress,
     size_table = _sorted(size_table, job, order)
     metrics = _sorted(_named(_concat(frames, job, "metric", "average", "label", "value"),
                               job), job, order)
-    trend, reference = None, None
+    trend, reference, latest = None, None, None
     if job.window is not None:  # the page is of the latest window; the trends of them all
         if tonight is not None:  # tonight's windows replace theirs; the page reads them all
             tonight.keep(_with_sizes(metrics, size_table))
@@ -210,7 +210,7 @@ def _run(job: Job, prepared: list[_Prepared], task: str, progress: Progress,
             reference = over_time.at(metrics, over_time.reference_window(
                 metrics, latest, job.baseline))
         trend = _with_baseline(trend, job, reference) if job.baseline is None or \
-            not job.baseline.previous else trend.with_columns(  # the line before, dashed
+            not job.baseline.previous else trend.with_columns(  # the line's own point before
                 baseline=pl.lit(None, pl.Float64), delta=pl.lit(None, pl.Float64))
         metrics, size_table = over_time.at(metrics, latest), over_time.at(size_table, latest)
         curves = {kinds: [over_time.at(t, latest) for t in parts]
@@ -222,6 +222,8 @@ def _run(job: Job, prepared: list[_Prepared], task: str, progress: Progress,
     if any(p is not None for p in paired):
         tested = _named(pl.concat([p for p in paired if p is not None], how="diagonal_relaxed"),
                         job)
+        if job.window is not None:  # the page's window: the latest
+            tested = over_time.at(tested, latest)
         keys = [MODEL, SEGMENTATION, SEGMENT, "metric", "average", "label"]
         metrics = metrics.join(tested.select(*keys, "paired_p").with_columns(
             pl.col(k).cast(metrics.schema[k]) for k in keys), on=keys, how="left",
