@@ -237,3 +237,16 @@ def test_paired_tests_of_a_windowed_job_are_the_latest_windows(lake: Path,
         pl.col("window_start") == dt.date(2026, 10, 9))
     row = metrics.filter(segment="overall", metric="f1", average="macro", model="b")
     assert row["paired_p"].item() == pytest.approx(direct["p_value"].item(), rel=1e-12)
+
+
+def test_a_table_without_files_recomputes_every_window(lake: Path, tmp_path: Path) -> None:
+    table = tmp_path / "delta"
+    pl.read_parquet(lake, hive_partitioning=True).write_delta(table)
+    data = {**job(lake, tmp_path / "history"), "sources": [
+        {"path": str(table), "model_column": "model"}]}
+    for name in ("n1", "n2"):  # a Delta table's files do not say their windows
+        summary = night(tmp_path, data, name)
+        assert {r for _, _, r in computed(summary)} == {"inputs_unknown"}
+        assert len(computed(summary)) == 11 and summary["night"]["kept"] == 0
+    kept = read_history(tmp_path / "history")
+    assert kept.select("granularity", "window_start").n_unique() == 11

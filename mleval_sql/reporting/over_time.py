@@ -110,13 +110,13 @@ class Night:
         if self.files_known:
             windows = self.stale.select(GRANULARITY, START, END, "fingerprint")
         else:
+            windows = rows.select(GRANULARITY, START, END).unique(maintain_order=True)
             stored = self.store.windows().select(GRANULARITY, START, END)
-            windows = pl.concat([rows.select(GRANULARITY, START, END).unique(maintain_order=True),
-                                 stored.cast(rows.select(GRANULARITY, START, END).schema)
-                                 if START in rows.columns and stored.height else stored.clear()],
-                                how="vertical_relaxed").unique([GRANULARITY, START],
-                                                               maintain_order=True)
+            if stored.height:  # every window kept before is computed anew, or emptied
+                windows = pl.concat([windows, stored.cast(windows.schema)]).unique(
+                    [GRANULARITY, START], maintain_order=True)
             windows = windows.with_columns(fingerprint=pl.lit(UNKNOWN_INPUTS))
+            self.stale = windows.select(GRANULARITY, START, reason=pl.lit("inputs_unknown"))
         if START not in rows.columns:  # nothing computed: the windows are emptied
             rows = windows.select(GRANULARITY, START, END).clear()
         run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
@@ -192,8 +192,9 @@ def night(job: Job, sources: Mapping[str, Source], *,
         files = {key: sorted(set(wanted.filter(pl.col("source") == key)["files"].explode()
                                  .drop_nulls().to_list())) for key in sources}
         rows = _rows_of(files)
-        kept = windows.height + (stored.height if full_refresh else 0) - stale.height
-        yield Night(store, digest, stale, max(kept, 0), dict(files), rows)
+        kept = 0 if full_refresh else \
+            windows.height - stale.filter(pl.col("reason") != "deleted").height
+        yield Night(store, digest, stale, kept, dict(files), rows)
 
 
 def _outcome_inputs(job: Job, sources: Mapping[str, Source]) -> pl.DataFrame | None:
