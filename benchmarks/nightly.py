@@ -20,7 +20,12 @@ no curves, so that the job and ``evaluate`` compute the same. Steps, each in a c
 - ``after``: with ``--after N``, the lake grown to N days and the night after day N (1d, 1w),
   against ``night`` (its cost should not grow with the lake's age);
 - ``full``: a full refresh of the grown lake into a history of its own, whose values the
-  nights' history must equal (the largest relative difference is printed; 0 on one thread).
+  nights' history must equal (the largest relative difference is printed; 0 on one thread);
+- ``labels``: the job with its truth from outcomes kept apart (``[labels]``, ``unlabelled =
+  "skip"``; ``outcomes/day=N/part-0.parquet``, ``sample, label, truth``), the first night with
+  every day's outcomes but the last ``--late`` days' (1d, 1w);
+- ``late``: those days' outcomes arrive, the next night: it recomputes exactly those days and
+  their weeks; ``late-full``, a full refresh of the same, whose values it must equal.
 
 Each night's ``summary.json`` says what it computed and read: its windows, files and rows
 are printed beside its time.
@@ -62,13 +67,28 @@ def grow(lake: Path, days: int, samples: int) -> None:
             write_day(lake, day, samples)
 
 
+def write_outcomes(lake: Path, outcomes: Path, days: range) -> None:
+    """The truth of the lake's ``days``, as outcomes kept apart: ``sample, label, truth``."""
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    for day in days:
+        date = START + dt.timedelta(days=day)
+        rows = ds.dataset(lake / f"date={date}", partitioning="hive").to_table(
+            columns=["sample", "label", "truth"])
+        out = outcomes / f"day={date}" / "part-0.parquet"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(rows, out)
+
+
 def job_file(lake: Path, folder: Path, history: Path, every: list[str], engine: str,
-             memory_limit: str | None) -> Path:
+             memory_limit: str | None, outcomes: Path | None = None) -> Path:
     lines = [
         'title = "Nightly evaluation over time: benchmark lake"',
         'task = "multilabel"',
         f'engine = "{engine}"',
         *([f'memory_limit = "{memory_limit}"'] if memory_limit else []),
+        *(['unlabelled = "skip"'] if outcomes else []),
         'segments = ["segment"]',
         f"metrics = {json.dumps(METRICS)}",
         'average = ["macro"]',
@@ -82,6 +102,7 @@ def job_file(lake: Path, folder: Path, history: Path, every: list[str], engine: 
         f"every = {json.dumps(every)}",
         "[history]",
         f"path = {json.dumps(str(history))}",
+        *(["[labels]", f"path = {json.dumps(str(outcomes))}"] if outcomes else []),
     ]
     path = folder / f"job-{history.name}.toml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -100,13 +121,18 @@ def run_child(step: str, args: argparse.Namespace) -> dict:
                         window="date:1d,1w")
         return {}
     every = ["1d"] if step.endswith("-1d") else ["1d", "1w"]
-    name = {"full": "history-full"}.get(step, "history-1d" if step.endswith("-1d")
-                                        else "history")
-    job = job_file(Path(args.lake), out, out / name, every, args.engine, args.memory_limit)
+    labels = step in ("labels", "late", "late-full")
+    name = {"full": "history-full", "late-full": "history-late-full"}.get(
+        step, "history-1d" if step.endswith("-1d") else "history-labels" if labels
+        else "history")
+    job = job_file(Path(args.lake), out, out / name, every, args.engine, args.memory_limit,
+                   out / "outcomes" if labels else None)
     report = out / f"report-{step}"
-    me.report(job, report, progress=False, full_refresh=step == "full")
+    me.report(job, report, progress=False, full_refresh=step.endswith("full"))
     night = json.loads((report / "summary.json").read_text())["night"]
     return {"windows": len(night["computed"]), "kept": night["kept"],
+            "computed": sorted(f"{w['granularity']} {str(w['window_start'])[:10]}"
+                               for w in night["computed"]),
             "files_read": night["files_read"], "rows_read": night["rows_read"]}
 
 
@@ -147,6 +173,8 @@ def main() -> None:
                         help="samples a day (x 10 labels: rows)")
     parser.add_argument("--after", type=int, default=0,
                         help="also the night after this many days (e.g. 60)")
+    parser.add_argument("--late", type=int, default=3,
+                        help="days whose outcomes arrive late (the labels and late steps)")
     parser.add_argument("--engine", default="polars")
     parser.add_argument("--memory-limit", default=None)
     parser.add_argument("--folder", default="/tmp/mleval-nightly")
@@ -179,6 +207,11 @@ def main() -> None:
         grow(lake, args.after + 1, args.samples)
         results.append({**measure("night", args), "step": "after"})
     results.append(measure("full", args))
+    days = args.after + 1 if args.after else args.days + 1
+    write_outcomes(lake, out / "outcomes", range(days - args.late))
+    results.append(measure("labels", args))
+    write_outcomes(lake, out / "outcomes", range(days - args.late, days))
+    results += [measure("late", args), measure("late-full", args)]
     by = {r["step"]: r for r in results}
     for r in results:
         said = "" if r["step"] == "evaluate" else (
@@ -186,6 +219,8 @@ def main() -> None:
             f"rows {r['rows_read']:,}")
         print(f"{r['step']:>9}: {r['seconds']:7.2f} s  cpu {r['cpu_seconds']:7.2f} s  "
               f"peak {r['peak_rss_mib']:6.0f} MiB{said}")
+        if r["step"] == "late":
+            print(f"{'':>11}recomputed: {', '.join(r['computed'])}")
     print(f"first / evaluate: {by['first']['seconds'] / by['evaluate']['seconds']:.2f}x; "
           f"night / first: {by['night']['seconds'] / by['first']['seconds']:.2f} (1d, 1w), "
           f"{by['night-1d']['seconds'] / by['first-1d']['seconds']:.2f} (1d)"
@@ -194,6 +229,9 @@ def main() -> None:
     gap = history_difference(out / "history", out / "history-full")
     print(f"history after the nights against a full refresh: largest relative difference "
           f"{gap:.1e}")
+    gap = history_difference(out / "history-labels", out / "history-late-full")
+    print(f"history after the late outcomes against a full refresh: largest relative "
+          f"difference {gap:.1e}")
 
 
 if __name__ == "__main__":

@@ -10,13 +10,14 @@ from typing import Any
 from mleval_sql import plot
 from mleval_sql.api import check, curve, evaluate
 from mleval_sql.comparison import compare
+from mleval_sql.drift import drift
 from mleval_sql.errors import SklearnDefaultWarning
 from mleval_sql.registry import METRICS
 from mleval_sql.schema import Columns, InputError
 from mleval_sql.slicing import slices
 
 __all__ = ["METRICS", "Columns", "InputError", "SklearnDefaultWarning", "check", "compare",
-           "curve", "evaluate", "history", "plot", "report", "slices", "sql"]
+           "curve", "drift", "evaluate", "history", "plot", "report", "slices", "sql"]
 __version__ = "0.1.0"
 
 

@@ -159,8 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "tables (sample, label, score, truth[, weight]).")
     parser.add_argument("--version", action="version", version=f"%(prog)s {me.__version__}")
     commands = parser.add_subparsers(dest="command", required=True,
-                                     metavar="{evaluate,curve,compare,slices,check,metrics,sql,"
-                                             "report,history}")
+                                     metavar="{evaluate,curve,compare,slices,check,drift,metrics,"
+                                             "sql,report,history}")
     for action, help_text, run in REQUESTS:  # the commands that read inputs: one grammar
         cmd = commands.add_parser(action, help=help_text)
         _add_inputs(cmd)
@@ -269,6 +269,9 @@ def _add_request(cmd: argparse.ArgumentParser, action: Action, *, statement: boo
     for name in params:
         if name not in ("thresholds", "bins"):
             _add_param(cmd, name)
+    if "bins" in params and "thresholds" not in params:  # drift's: the reference's bins
+        cmd.add_argument("--bins", type=int, metavar="N", help="a numeric column's bins: the "
+                         "reference's quantiles (default: 10)")
 
 
 def _add_param(cmd: argparse._ActionsContainer, name: str) -> None:
@@ -418,6 +421,15 @@ def run_slices(args: argparse.Namespace) -> int:
     options = request(args, "slices")
     options.pop("metrics", None)
     emit(_noting(me.slices, list(args.inputs), args.slice_metric, **options), fmt, args.output)
+    return 0
+
+
+def run_drift(args: argparse.Namespace) -> int:
+    fmt = output_format(args.format, args.output)
+    _check_outputs(args, args.output)
+    options = request(args, "drift")
+    emit(_noting(me.drift, list(args.inputs), options.pop("reference"), **options), fmt,
+         args.output)
     return 0
 
 
@@ -624,6 +636,9 @@ REQUESTS: tuple[tuple[Action, str, Callable[[argparse.Namespace], int]], ...] = 
      "by a row-wise error (SliceLine) or any metric", run_slices),
     ("check", "only check the input (as every evaluation does first) and print its task",
      run_check),
+    ("drift", "has what the model sees or says moved: each compared column's distribution "
+     "against a reference (KS, Wasserstein, PSI, Jensen-Shannon, chi-square) per segment",
+     run_drift),
 )
 
 

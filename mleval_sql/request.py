@@ -20,6 +20,7 @@ parameters, and :func:`tidy` lays the rows out.
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -46,8 +47,8 @@ from mleval_sql.registry import (
 from mleval_sql.schema import TASKS, Columns, InputError, Task
 from mleval_sql.windows import Window
 
-Action = Literal["evaluate", "curve", "check", "compare", "slices"]
-ACTIONS: tuple[Action, ...] = ("evaluate", "curve", "check", "compare", "slices")
+Action = Literal["evaluate", "curve", "check", "compare", "slices", "drift"]
+ACTIONS: tuple[Action, ...] = ("evaluate", "curve", "check", "compare", "slices", "drift")
 CurveKind = Literal["roc", "pr", "sweep", "reliability"]
 #: The curves an evaluation can draw from its own pass (``curves=``): a sweep is decision
 #: metrics at other thresholds, a request of its own.
@@ -110,6 +111,12 @@ _EVALUATE: tuple[Action, ...] = ("evaluate", "compare", "slices")
 _COMPARE: tuple[Action, ...] = ("compare",)
 _SLICES: tuple[Action, ...] = ("slices",)
 _STATEMENT: tuple[Action, ...] = ("evaluate", "curve", "check")
+_DRIFT: tuple[Action, ...] = ("drift",)
+#: The requests that read predictions and truth as the metrics do (drift compares columns).
+_METRICS: tuple[Action, ...] = ("evaluate", "curve", "check", "compare", "slices")
+#: What drift compares and how (the names of mleval_sql.drift.STATISTICS).
+DRIFT_STATISTICS = ("ks", "wasserstein", "psi", "jensen_shannon", "total_variation",
+                    "l_infinity", "chi2")
 #: Every option that is not a metric parameter (those are :data:`mleval_sql.params.PARAMS`,
 #: taken by ``evaluate`` and ``compare`` and, for the sweep and bins, ``curve``).
 OPTIONS: dict[str, Option] = {o.name: o for o in (
@@ -127,11 +134,11 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("unlabelled", "skip: rows whose truth is null (not known yet) are left out of "
            "every metric, and each result row says label_coverage, the share of its "
            "segment's weight whose truth is known (default: error, a null truth is bad input)",
-           choices=("error", "skip"), default="error"),
+           _METRICS, choices=("error", "skip"), default="error"),
     Option("labels", "a second source of outcomes (sample[, label], truth, named as the "
            "predictions' columns), joined to the predictions by sample (and label where it "
-           "has one): a prediction without an outcome is unlabelled", statement=False,
-           metavar="PATH"),
+           "has one): a prediction without an outcome is unlabelled", _METRICS,
+           statement=False, metavar="PATH"),
     Option("task", "default: settled by the metrics, else inferred from the data",
            choices=TASKS),
     Option("average", "averages over labels (default: none for binary and regression, macro "
@@ -171,6 +178,24 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("fdr", "with ci=: the false discovery rate of the slices' tests against the rest "
            "(only the slices significant at it are given)", _SLICES, statement=False,
            metavar="Q", default=0.05),
+    Option("reference", "what drift compares with: a path (each segment against the "
+           "reference's rows of the same segment where it has the segment's columns, all of "
+           "them where not), or COL=VALUE (the input's rows where it holds, against each other "
+           "value's rows, segment by segment and window by window)", _DRIFT, statement=False,
+           metavar="PATH|COL=VALUE"),
+    Option("compared", "the columns drift compares: score (per label), decision (score >= "
+           "threshold, per label), truth (per label), or a column with one value per sample "
+           "(numeric, else categorical)", _DRIFT, arity="list", metavar="COL",
+           default=("score",)),
+    Option("statistics", "ks, wasserstein (numeric columns), psi, jensen_shannon, "
+           "total_variation, l_infinity, chi2 (default: ks, wasserstein, psi for numeric "
+           "columns; chi2, psi, jensen_shannon for categorical ones)", _DRIFT, arity="list",
+           choices=DRIFT_STATISTICS),
+    Option("edges", "a numeric column's bin edges, increasing (bins (-inf, e1], (e1, e2], "
+           "..., (ek, inf)) instead of the reference's quantile bins", _DRIFT, arity="list",
+           metavar="X"),
+    Option("epsilon", "the share an empty bin counts as in PSI", _DRIFT, metavar="E",
+           default=1e-4),
     Option("engine", "the engine that runs the request (default: the fastest that fits the "
            "input and options: polars for files, lakes and frames; duckdb with threads, for "
            "a DuckDB relation or connection, or for a segment larger than memory_limit holds "
@@ -246,6 +271,11 @@ class Request:
     alpha: float = 0.6
     quantiles: int | None = None
     fdr: float = 0.05
+    reference: Any = None  # drift's: a source, or {column: value} of the input's rows
+    compared: tuple[str, ...] = ("score",)
+    statistics: tuple[str, ...] | None = None  # None: by each compared column's kind
+    edges: tuple[float, ...] | None = None
+    epsilon: float = 1e-4
 
     @classmethod
     def build(cls, action: Action, *, _statement: bool = False, **given: Any) -> Request:
@@ -283,6 +313,9 @@ class Request:
                 values.get("curves", ())) & {"roc", "pr"}:
             raise InputError("max_points thins roc and pr curves: it goes with curves=['roc', "
                              "'pr'] (or a curve request: --kind roc --max-points N)")
+        if action == "drift" and values.get("reference") is None:
+            raise InputError("drift: name the reference (reference=, --reference): a path, a "
+                             "frame, or {column: value} selecting the input's reference rows")
         if action == "slices" and not values.get("over"):
             raise InputError("slices: name the columns slices are made of (over=, --over)")
         if values["params"]["ci"] is None and given.keys() & {"resamples", "seed"}:
@@ -463,7 +496,8 @@ def actions_of(name: str) -> tuple[Action, ...]:
     if name in OPTIONS:
         return OPTIONS[name].actions
     if name in PARAMS:
-        return (*_EVALUATE, "curve") if name in _CURVE_PARAMS else _EVALUATE
+        drift = _DRIFT if name in ("threshold", "bins") else ()
+        return (*_EVALUATE, "curve", *drift) if name in _CURVE_PARAMS else (*_EVALUATE, *drift)
     return ()
 
 
@@ -610,6 +644,55 @@ def _curves(value: str | Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(kinds))
 
 
+def _reference(value: Any) -> Any:
+    """A source, or ``{column: value}`` (``COL=VALUE`` on the command line: a text)."""
+    if isinstance(value, Mapping):
+        if not value:
+            raise InputError("reference: {column: value} names at least one column")
+        return dict(value)
+    if isinstance(value, str) and "=" in value and not any(
+            value.startswith(p) for p in ("/", ".", "s3:", "gs:", "az:", "delta:", "iceberg:")):
+        column, _, given = value.partition("=")
+        return {column: given}
+    return value
+
+
+def _statistics(value: str | Sequence[str]) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys([value] if isinstance(value, str) else list(value)))
+    if not names:
+        raise InputError("statistics: name at least one")
+    for name in names:
+        if name not in DRIFT_STATISTICS:
+            close = difflib.get_close_matches(name, DRIFT_STATISTICS, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise InputError(f"unknown statistic {name!r}{hint} (statistics: "
+                             f"{', '.join(DRIFT_STATISTICS)})")
+    return names
+
+
+def _edges(value: str | Sequence[Any]) -> tuple[float, ...]:
+    texts = value.split(",") if isinstance(value, str) else value
+    try:
+        edges = tuple(float(e) for e in texts)
+    except (TypeError, ValueError):
+        raise InputError(f"edges: numbers, increasing; got {value!r}") from None
+    if not edges or any(not math.isfinite(e) for e in edges) or any(
+            b <= a for a, b in zip(edges, edges[1:])):
+        raise InputError(f"edges: finite numbers, each larger than the one before (no "
+                         f"duplicates); got {list(edges)}")
+    return edges
+
+
+def _epsilon(value: Any) -> float:
+    try:
+        epsilon = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"epsilon: a number in (0, 1); got {value!r}") from None
+    if not 0 < epsilon < 1:
+        raise InputError(f"epsilon: a number in (0, 1); got {value!r}")
+    return epsilon
+
+
 _CHECKS: dict[str, Any] = {
     "metrics": _names, "by": _texts("by"), "window": Window.parse,
     "unlabelled": _choice("unlabelled", ("error", "skip")), "task": _choice("task", TASKS),
@@ -623,7 +706,9 @@ _CHECKS: dict[str, Any] = {
     "max_level": _whole("max_level", 1), "min_support": _support, "top": _whole("top", 1),
     "alpha": _alpha, "quantiles": _whole("quantiles", 2), "single": _bool("single"),
     "schema_from": _column("schema_from"), "no_weight": _bool("no_weight"), "fdr": _rate,
-    "max_points": _points, "curves": _curves,
+    "max_points": _points, "curves": _curves, "reference": _reference,
+    "compared": _texts("compared"), "statistics": _statistics, "edges": _edges,
+    "epsilon": _epsilon,
 }
 
 

@@ -17,6 +17,7 @@ from mleval_sql.api import ComparisonOptions, CurveKind, SourceOptions
 from mleval_sql.cli import build_parser, params_markdown
 from mleval_sql.params import CURVE_PARAMS, PARAMS, RESULT_COLUMNS
 from mleval_sql.registry import METRICS, STEPS
+from mleval_sql.request import OPTIONS
 from tests.data import make_predictions
 
 #: Step parameters the engines get from the request itself, not from a user's value.
@@ -50,8 +51,9 @@ def test_curve_kinds_are_the_declared_ones() -> None:
 def test_every_parameter_named_by_a_metric_or_step_is_declared() -> None:
     for metric in METRICS.values():
         assert set(metric.params) <= set(PARAMS), metric.name
+    drift = {name for name, option in OPTIONS.items() if option.actions == ("drift",)}
     for step in STEPS.values():
-        assert set(step.params) <= set(PARAMS) | SWITCHES, step.name
+        assert set(step.params) <= set(PARAMS) | SWITCHES | drift, step.name
 
 
 def test_every_parameter_is_a_flag_of_evaluate_with_its_default() -> None:

@@ -111,7 +111,8 @@ def test_curves_sweeps_and_checks(database: tuple[str, Any]) -> None:
 def test_every_step_renders_for_every_dialect() -> None:
     """Each step either renders and parses back in every dialect, or fails naming why."""
     params = {**DEFAULTS, **{p.name: p.default for p in SWITCHES.values()},
-              "thresholds": [0.25, 0.5], "drop_intermediate": True, "replicates": [0, 1]}
+              "thresholds": [0.25, 0.5], "drop_intermediate": True, "replicates": [0, 1],
+              "epsilon": 1e-4}
     failed = []
     for dialect in (*dialects.RUN, *dialects.RENDERED):
         for step in STEPS:
@@ -124,8 +125,11 @@ def test_every_step_renders_for_every_dialect() -> None:
                     continue
                 import sqlglot
                 sqlglot.parse_one(text, read=dialect)
+    # BigQuery orders nulls first where DuckDB orders them last, and sqlglot cannot say NULLS
+    # LAST in a window's ORDER BY there (drift's values are never null: the order is the same)
     assert set(failed) <= {(d, s) for d in ("bigquery", "snowflake")
-                           for s in ("operating_points", "listed_points", "validate_summary")}
+                           for s in ("operating_points", "listed_points", "validate_summary")} \
+        | {("bigquery", s) for s in ("drift_ecdf", "drift_edges", "drift_histogram")}
 
 
 def test_dbapi_connection_and_table_checks(postgres, pg_connection) -> None:

@@ -22,7 +22,7 @@ from sqlglot import exp
 
 from mleval_sql import dialects, queries
 from mleval_sql import files as listing
-from mleval_sql.engines import Keep
+from mleval_sql.engines import Keep, memory_bytes
 from mleval_sql.engines.base import BaseEngine, Canonical, canonical_columns
 from mleval_sql.lakes import Lake
 from mleval_sql.lakes.stores import store_error
@@ -123,8 +123,7 @@ class DuckDBEngine(BaseEngine):
               clustering: bool) -> None:
         if memory_limit and not self.owned:
             # DuckDB reports the old limit rounded ("2.7 GiB"): it could not be put back exactly
-            raise InputError("memory_limit= applies to a connection of mleval's own; on your "
-                             "connection, SET memory_limit (and temp_directory) yourself")
+            raise InputError(YOUR_BUDGET)
         if memory_limit:
             if temp_directory is None:
                 # named and held for close() before it exists, so that a signal arriving as
@@ -448,6 +447,42 @@ class DuckDBEngine(BaseEngine):
         self.con.execute(f"{verb} TEMP {kind} {name} AS {sql}", params or {})
         if (kind, self._name(relation)) not in self.created:
             self.created.append((kind, self._name(relation)))
+
+
+#: memory_limit= on the user's connection: DuckDB reports the old limit rounded ("2.7 GiB"),
+#: so it could not be put back exactly.
+YOUR_BUDGET = ("memory_limit= applies to a connection of mleval's own; on your connection, "
+               "SET memory_limit (and temp_directory) yourself")
+
+
+@contextmanager
+def session(connection: duckdb.DuckDBPyConnection | None, memory_limit: str | int | None,
+            threads: int | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection to run on: ``connection`` as it is, or one of mleval's own whose memory
+    ``memory_limit`` bounds (spilling to a private folder, removed with it), closed at the
+    end (a room that is no engine, such as drift, runs its steps on it)."""
+    if connection is not None:
+        if memory_limit:
+            raise InputError(YOUR_BUDGET)
+        yield connection
+        return
+    con = duckdb.connect()
+    spill = None
+    try:
+        con.execute("SET enable_progress_bar = false")
+        if threads is not None:
+            con.execute("SET threads = $value", {"value": threads})
+        if memory_limit:
+            spill = Path(tempfile.gettempdir()) / f"mleval-spill-{uuid.uuid4().hex}"
+            spill.mkdir(mode=0o700)
+            con.execute("SET memory_limit = $value", {"value": f"{memory_bytes(memory_limit)}B"})
+            con.execute("SET temp_directory = $value", {"value": str(spill)})
+            con.execute("SET preserve_insertion_order = false")
+        yield con
+    finally:
+        con.close()
+        if spill is not None:
+            shutil.rmtree(spill, ignore_errors=True)
 
 
 # -- readers: each source type as a DuckDB relation ------------------------------------------

@@ -12,6 +12,7 @@ from mleval_sql.engines.polars import (
     bootstrap,
     clustering,
     decisions,
+    drift,
     label_ranking,
     multiclass,
     probability,
@@ -25,6 +26,7 @@ from mleval_sql.engines.polars.averages import *  # noqa: F403
 from mleval_sql.engines.polars.bootstrap import *  # noqa: F403
 from mleval_sql.engines.polars.clustering import *  # noqa: F403
 from mleval_sql.engines.polars.decisions import *  # noqa: F403
+from mleval_sql.engines.polars.drift import *  # noqa: F403
 from mleval_sql.engines.polars.label_ranking import *  # noqa: F403
 from mleval_sql.engines.polars.multiclass import *  # noqa: F403
 from mleval_sql.engines.polars.probability import *  # noqa: F403
@@ -34,7 +36,7 @@ from mleval_sql.engines.polars.samples import *  # noqa: F403
 from mleval_sql.engines.polars.sweeps import *  # noqa: F403
 from mleval_sql.engines.polars.validate import *  # noqa: F403
 
-__all__ = sorted({name for module in (averages, bootstrap, clustering, decisions, label_ranking,
+__all__ = sorted({name for module in (averages, bootstrap, clustering, decisions, drift, label_ranking,
                                       multiclass, probability, ranking, regression, samples,
                                       sweeps, validate)
                   for name in module.__all__})

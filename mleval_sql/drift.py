@@ -1,0 +1,610 @@
+"""Has what the model sees or says moved? The distribution of each compared column in each
+segment (and time window) against a reference, before the truth is known.
+
+Both sides' rows are tagged into one long table, ``drift_rows`` (``segment, compared, label,
+current, value`` or ``category``, ``weight``), and the drift steps of the registry run on it
+(``queries/drift_*.sql`` and their polars plans): one sort per (segment, column, label) gives
+the exact statistics, Kolmogorov-Smirnov's D and the Wasserstein-1 distance, from running sums
+of each side's weight; the reference's quantile edges (or given ``edges``, or a categorical
+column's values) bin both sides for PSI, the Jensen-Shannon distance, total variation, the
+L-infinity distance and the chi-square test. The p-values, a function of a statistic and the
+sizes, are scipy's.
+
+A reference is another source (each segment compared with the reference's rows of the same
+segment where it has the segment's columns, with all of it where it does not), or the rows of
+the input where columns hold values (``{"model": "a"}``: every other model's rows against model
+a's, segment by segment and window by window).
+
+>>> import mleval_sql as me
+>>> rows = me.drift("fixtures/lake", {"model": "a"}, by="region")
+>>> rows.select("model", "region", "label", "statistic").row(0)
+('b', 'asia', 'bird', 'ks')
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import polars as pl
+
+from mleval_sql.api import SourceOptions, derived
+from mleval_sql.engines import ENGINES, choose_engine, local_engines
+from mleval_sql.request import Request, unpack_segment
+from mleval_sql.schema import InputError
+from mleval_sql.sources import Source, as_source
+
+if TYPE_CHECKING:
+    from sqlglot import exp
+    from typing_extensions import Unpack
+
+#: Every statistic, in the order a result lists them.
+STATISTICS = ("ks", "wasserstein", "psi", "jensen_shannon", "total_variation", "l_infinity",
+              "chi2")
+#: The statistics of a numeric column's values in order, not of bins.
+EXACT = ("ks", "wasserstein")
+#: The statistics computed when none are named, by the compared column's kind.
+DEFAULT_STATISTICS = {"numeric": ("ks", "wasserstein", "psi"),
+                      "categorical": ("chi2", "psi", "jensen_shannon")}
+#: What ``compared`` names besides the table's own columns: the scores per label, the
+#: decisions at the threshold per label (``true`` / ``false``), the truth per label.
+ROLES = ("score", "decision", "truth")
+#: Below this many reference rows a test's p-value is flagged in ``note``.
+MIN_REFERENCE_ROWS = 30
+#: The largest sample scipy's ``ks_2samp`` computes an exact p-value for (its ``auto``).
+EXACT_KS_ROWS = 10_000
+_KEYS = ["segment", "compared", "label"]
+#: The result's columns after the segment and window columns.
+COLUMNS = ("compared", "label", "statistic", "value", "p_value", "p_value_method",
+           "reference_rows", "current_rows", "reference_weight", "current_weight",
+           "reference_null_share", "current_null_share", "bins", "epsilon", "note")
+
+
+def drift(
+    source: Any,
+    reference: Any,
+    compared: str | Sequence[str] | None = None,
+    *,
+    statistics: str | Sequence[str] | None = None,
+    bins: int | None = None,
+    edges: Sequence[float] | None = None,
+    epsilon: float | None = None,
+    threshold: float | None = None,
+    **options: Unpack[SourceOptions],
+) -> pl.DataFrame:
+    """How far each ``compared`` column's distribution in ``source`` has moved from
+    ``reference``'s, per segment (``by``), window (``window``) and label. One row per
+    segment, compared column, label (null for a feature) and statistic: ``value``,
+    ``p_value`` (``ks`` and ``chi2``; ``p_value_method`` says how), each side's rows and weight
+    of known values and share of null ones, ``bins`` and ``epsilon`` of a binned statistic, and
+    a ``note`` where a p-value rests on few reference rows.
+
+    ``compared``: ``score`` (per label, numeric; the default), ``decision`` (``score >=
+    threshold`` per label), ``truth`` (per label), or a column with one value per sample (a
+    feature; numeric, else categorical). ``statistics``: of :data:`STATISTICS` (default: ks,
+    wasserstein and psi for numeric columns, chi2, psi and jensen_shannon for categorical ones;
+    ks and wasserstein apply to numeric columns only). ``bins``: the reference's quantile bins
+    of a numeric column (default 10), or ``edges``; ``epsilon``: the share an empty bin counts
+    as in PSI (default 1e-4). ``reference``: a source, or ``{column: value}`` selecting the
+    input's reference rows.
+
+    >>> rows = drift("fixtures/lake", {"model": "a"}, statistics="ks")
+    >>> rows.filter(pl.col("label") == "bird").select("value", "p_value").row(0)  # doctest: +SKIP
+    """
+    given = {k: v for k, v in (("compared", compared), ("statistics", statistics),
+                               ("bins", bins), ("edges", edges), ("epsilon", epsilon),
+                               ("threshold", threshold)) if v is not None}
+    request = Request.build("drift", reference=reference, **given, **options)
+    return drifted(request, source)
+
+
+@dataclass(frozen=True)
+class Compared:
+    """A compared column: its name as asked, the table's column it reads, how (``score`` and
+    ``truth``: per label; ``decision``: the score at the threshold, per label; ``feature``: one
+    value per sample) and whether it is numeric."""
+
+    name: str
+    column: str
+    kind: Literal["score", "decision", "truth", "feature"]
+    numeric: bool
+
+    @property
+    def per_label(self) -> bool:
+        return self.kind != "feature"
+
+
+@dataclass(frozen=True)
+class Sides:
+    """The two sides of a drift request, as read: the current rows and the reference rows
+    (sources), the segment columns of the result, and those the reference shares (the others
+    it is compared under whole)."""
+
+    current: Source
+    reference: Source
+    by: list[str]
+    shared: list[str]
+    selected: Mapping[str, Any]  # {column: value} selecting the input's reference rows
+
+
+def drifted(request: Request, source: Any) -> pl.DataFrame:
+    """The rows of a ``drift`` request (see :func:`drift`)."""
+    derivation = derived(request, source)
+    if derivation is not None:
+        return derivation.finished(drifted(derivation.request, derivation.source))
+    name = request.engine or choose_engine(
+        source, connection=request.connection, memory_limit=request.memory_limit,
+        threads=request.threads, reproducible=request.reproducible)[0]
+    if ENGINES[name].reader is not None or name not in local_engines():
+        raise InputError(f"drift runs on the engines that read files and frames "
+                         f"({', '.join(e for e in local_engines() if e != 'spark')}), not on "
+                         f"engine {name!r}")
+    sides = _sides(request, source)
+    compared = _compared(request, sides)
+    statistics = _statistics(request, compared)
+    weight = request.column_map.weight
+    weights = {s: weight if weight in src.schema() else None
+               for s, src in (("current", sides.current), ("reference", sides.reference))}
+    _check_features(compared, sides, request)
+    run = _run_duckdb if name == "duckdb" else _run_polars
+    sizes, exact, binned = run(request, sides, compared, weights, statistics)
+    return _finished(sizes, exact, binned, request, sides, compared, statistics)
+
+
+# -- the request's sides and columns ---------------------------------------------------------
+
+def _sides(request: Request, source: Any) -> Sides:
+    options = {"storage_options": request.storage_options, "as_of": request.as_of}
+    current = as_source(source, **options)
+    by = list(request.by)
+    if isinstance(request.reference, Mapping):
+        selected = dict(request.reference)
+        schema = current.schema()
+        for column in selected:
+            if column not in schema:
+                raise InputError(f"reference: the input has no column {column!r} (it selects "
+                                 f"the reference rows); it has {sorted(schema.names())}")
+        segments = [c for c in selected if c not in by]
+        return Sides(current, current, [*segments, *by], by, selected)
+    reference = as_source(request.reference, **options)
+    shared = [c for c in by if c in reference.schema()]
+    return Sides(current, reference, by, shared, {})
+
+
+def _compared(request: Request, sides: Sides) -> list[Compared]:
+    cols = request.column_map
+    schemas = {"input": sides.current.schema(), "reference": sides.reference.schema()}
+    found = []
+    for name in request.compared:
+        column = {"score": cols.score, "decision": cols.score, "truth": cols.truth}.get(name,
+                                                                                        name)
+        kind = name if name in ROLES else "feature"
+        types = {}
+        for side, schema in schemas.items():
+            if column not in schema:
+                raise InputError(f"drift: the {side} has no column {column!r} (compared: "
+                                 f"{name}); it has {sorted(schema.names())}")
+            types[side] = schema[column]
+        numeric = {side: t.is_numeric() for side, t in types.items()}
+        if numeric["input"] != numeric["reference"]:
+            raise InputError(f"drift: {column!r} is {types['input']} in the input and "
+                             f"{types['reference']} in the reference: compare a column of one "
+                             "kind (cast one side)")
+        if kind == "score" and not numeric["input"]:
+            raise InputError(f"drift: the score column {column!r} is {types['input']}, not a "
+                             "number")
+        found.append(Compared(name, column, kind,  # type: ignore[arg-type]
+                              numeric["input"] and kind in ("score", "feature")))
+    return found
+
+
+def _statistics(request: Request, compared: list[Compared]) -> dict[str, tuple[str, ...]]:
+    """The statistics of each compared column (by name)."""
+    if request.statistics is None:
+        return {c.name: DEFAULT_STATISTICS["numeric" if c.numeric else "categorical"]
+                for c in compared}
+    exact = [s for s in request.statistics if s in EXACT]
+    if exact and not any(c.numeric for c in compared):
+        raise InputError(f"{exact[0]} compares numeric columns; "
+                         f"{', '.join(c.name for c in compared)} "
+                         f"{'is' if len(compared) == 1 else 'are'} categorical: use psi, "
+                         "jensen_shannon, total_variation, l_infinity or chi2")
+    return {c.name: tuple(s for s in request.statistics if c.numeric or s not in EXACT)
+            for c in compared}
+
+
+def _check_features(compared: list[Compared], sides: Sides, request: Request) -> None:
+    """A feature has one value per sample (on either side): else an error naming a sample."""
+    sample = request.column_map.sample
+    features = [c for c in compared if c.kind == "feature"]
+    if not features:
+        return
+    for side, source in (("input", sides.current), ("reference", sides.reference)):
+        if sample not in source.schema():
+            raise InputError(f"drift: the {side} has no sample column {sample!r}: a feature "
+                             "is compared once per sample")
+        if sides.selected and side == "reference":
+            continue
+        varying = source.polars().group_by(sample).agg(
+            pl.col(c.column).n_unique().alias(c.column) for c in features
+        ).filter(pl.any_horizontal(pl.col(c.column) > 1 for c in features)).head(1).collect()
+        if varying.height:
+            column = next(c.column for c in features if varying[c.column][0] > 1)
+            raise InputError(f"drift: {column!r} varies within sample "
+                             f"{varying[sample][0]!r} (in the {side}): a feature has one value "
+                             "per sample")
+
+
+# -- polars ----------------------------------------------------------------------------------
+
+def _run_polars(request: Request, sides: Sides, compared: list[Compared],
+                weights: dict[str, str | None], statistics: dict[str, tuple[str, ...]]
+                ) -> tuple[pl.DataFrame, pl.DataFrame | None, pl.DataFrame]:
+    from mleval_sql.engines import polars as plans
+
+    rows = _rows_polars(request, sides, compared, weights)
+    edges = _given_edges_polars(request, rows)
+    points = plans.drift_points(rows)
+    numeric = any(c.numeric for c in compared)
+    sizes = plans.drift_sizes(rows)
+    exact = plans.drift_ecdf(points) if numeric else None
+    bins = [plans.drift_histogram(points, edges if edges is not None else plans.drift_edges(
+        points, bins=_bins(request)))] if numeric else []
+    if not all(c.numeric for c in compared):
+        bins.append(plans.drift_categories(rows))
+    binned = plans.drift_binned(pl.concat(bins, how="diagonal_relaxed"), sizes,
+                                epsilon=_epsilon(request))
+    plans_ = [sizes, binned, *([exact] if exact is not None else [])]
+    done = pl.collect_all(plans_, engine="streaming")
+    return done[0], done[2] if exact is not None else None, done[1]
+
+
+def _rows_polars(request: Request, sides: Sides, compared: list[Compared],
+                 weights: dict[str, str | None]) -> pl.LazyFrame:
+    cols = request.column_map
+    threshold = request.params["threshold"]
+
+    def side(source: Source, current: bool) -> pl.LazyFrame:
+        frame = source.polars()
+        if sides.selected:
+            chosen = pl.all_horizontal(pl.col(c).eq_missing(pl.lit(v))
+                                       for c, v in sides.selected.items())
+            frame = frame.filter(~chosen if current else chosen)
+        schema = frame.collect_schema()
+        by = sides.by if current else sides.shared
+        weight = weights["current" if current else "reference"]
+        w = pl.col(weight).cast(pl.Float64) if weight else pl.lit(1.0)
+        label = (pl.col(cols.label).cast(pl.String) if cols.label in schema
+                 else pl.lit(cols.single_label))
+        parts = []
+        for c in compared:
+            tag = {"compared": pl.lit(c.name), "current": pl.lit(current)}
+            if c.kind == "feature":
+                per_sample = frame.group_by(*by, cols.sample).agg(
+                    pl.col(c.column).min().alias("_v"), w.min().alias("weight"))
+                value = pl.col("_v")
+                parts.append(per_sample.select(
+                    *by, **tag, label=pl.lit(None, pl.String),
+                    value=value.cast(pl.Float64) if c.numeric else pl.lit(None, pl.Float64),
+                    category=pl.lit(None, pl.String) if c.numeric else value.cast(pl.String),
+                    weight="weight"))
+                continue
+            score = pl.col(c.column)
+            category = {"decision": pl.when(score >= threshold).then(pl.lit("true"))
+                        .when(score < threshold).then(pl.lit("false")),
+                        "truth": score.cast(pl.String)}.get(c.kind, pl.lit(None, pl.String))
+            parts.append(frame.select(
+                *by, **tag, label=label,
+                value=score.cast(pl.Float64) if c.numeric else pl.lit(None, pl.Float64),
+                category=category.cast(pl.String), weight=w))
+        return pl.concat(parts, how="vertical_relaxed")
+
+    current, reference = side(sides.current, True), side(sides.reference, False)
+    only = [c for c in sides.by if c not in sides.shared]
+    if only:  # the reference is compared whole under each of these columns' values
+        keys = current.select(*sides.by).unique()
+        reference = (reference.join(keys, on=sides.shared, nulls_equal=True) if sides.shared
+                     else reference.join(keys, how="cross"))
+    by = sides.by
+    segment = (pl.col(by[0]) if len(by) == 1 else pl.struct(*by) if by else pl.lit(0))
+    tagged = [segment.alias("segment"), "compared", "label", "current", "value", "category",
+              "weight"]
+    return pl.concat([current.select(tagged), reference.select(tagged)])
+
+
+def _given_edges_polars(request: Request, rows: pl.LazyFrame) -> pl.LazyFrame | None:
+    if request.edges is None:
+        return None
+    groups = rows.filter(pl.col("value").is_not_null()).select(*_KEYS).unique()
+    return groups.join(pl.LazyFrame({"edge": list(request.edges)}, schema={"edge": pl.Float64}),
+                       how="cross")
+
+
+# -- DuckDB ----------------------------------------------------------------------------------
+
+def _run_duckdb(request: Request, sides: Sides, compared: list[Compared],
+                weights: dict[str, str | None], statistics: dict[str, tuple[str, ...]]
+                ) -> tuple[pl.DataFrame, pl.DataFrame | None, pl.DataFrame]:
+    from mleval_sql import queries
+    from mleval_sql.engines import duckdb as engine
+
+    prefix = f"mleval_drift_{uuid.uuid4().hex[:8]}_"
+    names = {r: prefix + r for r in ("current", "reference", "drift_rows", "drift_sizes",
+                                     "drift_points", "drift_edges", "drift_bins")}
+    created: list[tuple[str, str]] = []
+
+    def step(name: str, **params: object) -> tuple[str, dict[str, object]]:
+        sql = queries.rename_relations(queries.load(name), names)
+        return sql, {p: params[p] for p in queries.parameters(sql)}
+
+    with engine.session(request.connection, request.memory_limit, request.threads) as con:
+        def create(kind: str, relation: str, sql: str,
+                   params: Mapping[str, object] | None = None) -> None:
+            con.execute(f"CREATE TEMP {kind} {queries.identifier(names[relation])} AS {sql}",
+                        dict(params or {}))
+            created.append((kind, names[relation]))
+
+        def fetch(sql: str, params: Mapping[str, object]) -> pl.DataFrame:
+            return con.sql(sql, params=dict(params)).pl()
+
+        try:
+            for side, source in (("current", sides.current), ("reference", sides.reference)):
+                engine.read(source, con).create_view(names[side], replace=True)
+                created.append(("VIEW", names[side]))
+            create("VIEW", "drift_rows", _rows_sql(request, sides, compared, weights, names))
+            create("TABLE", "drift_sizes", *step("drift_sizes"))
+            numeric = any(c.numeric for c in compared)
+            bins = []
+            if numeric:
+                create("TABLE", "drift_points", *step("drift_points"))
+                if request.edges is None:
+                    create("TABLE", "drift_edges", *step("drift_edges", bins=_bins(request)))
+                else:  # every numeric group's edges: the ones given
+                    points = queries.identifier(names["drift_points"])
+                    create("TABLE", "drift_edges", "SELECT DISTINCT segment, compared, label, "
+                           f"unnest($edges) AS edge FROM {points}",
+                           {"edges": [float(e) for e in request.edges]})
+                bins.append(step("drift_histogram"))
+            if not all(c.numeric for c in compared):
+                bins.append(step("drift_categories"))
+            create("TABLE", "drift_bins", " UNION ALL ".join(f"({sql})" for sql, _ in bins),
+                   {k: v for _, p in bins for k, v in p.items()})
+            sizes = con.sql(f"SELECT * FROM {queries.identifier(names['drift_sizes'])}").pl()
+            exact = fetch(*step("drift_ecdf")) if numeric else None
+            binned = fetch(*step("drift_binned", epsilon=_epsilon(request)))
+            return sizes, exact, binned
+        finally:
+            for kind, name in reversed(created):
+                con.execute(f"DROP {kind} IF EXISTS {queries.identifier(name)}")
+
+
+def _rows_sql(request: Request, sides: Sides, compared: list[Compared],
+              weights: dict[str, str | None], names: Mapping[str, str]) -> str:
+    """drift_rows as one DuckDB query over the two sides' views, written by sqlglot."""
+    from sqlglot import exp
+
+    cols = request.column_map
+    threshold = exp.Literal.number(request.params["threshold"])
+
+    def col(name: str) -> exp.Column:
+        return exp.column(exp.to_identifier(name, quoted=True))
+
+    def side(current: bool) -> list[exp.Select]:
+        table = names["current" if current else "reference"]
+        source = sides.current if current else sides.reference
+        schema = source.schema()
+        by = sides.by if current else sides.shared
+        weight = weights["current" if current else "reference"]
+        w = exp.cast(col(weight) if weight else exp.Literal.number(1), "DOUBLE")
+        label = (exp.cast(col(cols.label), "VARCHAR") if cols.label in schema
+                 else exp.Literal.string(cols.single_label))
+        where = None
+        if sides.selected:
+            chosen = exp.and_(*(exp.NullSafeEQ(this=col(c), expression=_literal(v))
+                                for c, v in sides.selected.items()))
+            where = exp.not_(chosen) if current else chosen
+        selects = []
+        for c in compared:
+            tag = [exp.Literal.string(c.name).as_("compared"),
+                   exp.Boolean(this=current).as_("current")]
+            null_value = exp.cast(exp.Null(), "DOUBLE").as_("value")
+            null_category = exp.cast(exp.Null(), "VARCHAR").as_("category")
+            if c.kind == "feature":
+                value = exp.Min(this=col(c.column))
+                select = exp.select(
+                    *(col(b) for b in by), *tag, exp.cast(exp.Null(), "VARCHAR").as_("label"),
+                    exp.cast(value, "DOUBLE").as_("value") if c.numeric else null_value,
+                    null_category if c.numeric else exp.cast(value, "VARCHAR").as_("category"),
+                    exp.Min(this=w).as_("weight"),
+                ).from_(exp.to_identifier(table, quoted=True)).group_by(
+                    *(col(b) for b in by), col(cols.sample))
+            else:
+                score = col(c.column)
+                category = {
+                    "decision": exp.Case().when(exp.GTE(this=score, expression=threshold),
+                                                exp.Literal.string("true"))
+                    .when(exp.LT(this=score.copy(), expression=threshold.copy()),
+                          exp.Literal.string("false")),
+                    "truth": exp.cast(score, "VARCHAR")}.get(c.kind)
+                select = exp.select(
+                    *(col(b) for b in by), *tag, label.copy().as_("label"),
+                    exp.cast(score, "DOUBLE").as_("value") if c.numeric else null_value,
+                    null_category if category is None else category.as_("category"),
+                    w.copy().as_("weight"),
+                ).from_(exp.to_identifier(table, quoted=True))
+            selects.append(select.where(where.copy()) if where is not None else select)
+        return selects
+
+    def union(selects: list[exp.Select]) -> exp.Expression:
+        out: exp.Expression = selects[0]
+        for s in selects[1:]:
+            out = exp.union(out, s, distinct=False)
+        return exp.paren(out)
+
+    current = exp.select("*").from_(exp.alias_(union(side(True)), "c"))
+    reference = exp.select("*").from_(exp.alias_(union(side(False)), "r"))
+    only = [c for c in sides.by if c not in sides.shared]
+    if only:  # the reference compared whole under each of these columns' values
+        keys = exp.select(*(col(b) for b in sides.by)).distinct().from_(
+            exp.alias_(exp.paren(current.copy()), "k"))
+        on = exp.and_(*(exp.NullSafeEQ(this=exp.column(b, "r", quoted=True),
+                                       expression=exp.column(b, "k", quoted=True))
+                        for b in sides.shared)) if sides.shared else None
+        reference = exp.select(
+            *(exp.column(b, "k", quoted=True) for b in sides.by),
+            *(exp.column(c, "r") for c in ("compared", "label", "current", "value",
+                                           "category", "weight")),
+        ).from_(exp.alias_(exp.paren(reference), "r")).join(
+            exp.alias_(exp.paren(keys), "k"), on=on, join_type="inner" if on else "cross")
+    by = sides.by
+    segment = (col(by[0]) if len(by) == 1 else exp.func(
+        "struct_pack", *(exp.PropertyEQ(this=exp.to_identifier(b, quoted=True),
+                                        expression=col(b)) for b in by)) if by
+        else exp.Literal.number(0))
+    tagged = [exp.select(segment.copy().as_("segment"), "compared", "label", "current", "value",
+                         "category", "weight").from_(exp.alias_(exp.paren(s), "t"))
+              for s in (current, reference)]
+    return exp.union(tagged[0], tagged[1], distinct=False).sql("duckdb")
+
+
+def _literal(value: Any) -> exp.Expression:
+    from sqlglot import exp
+
+    return exp.convert(value)
+
+
+# -- the result ------------------------------------------------------------------------------
+
+def _bins(request: Request) -> int:
+    return request.params["bins"] or 10
+
+
+def _epsilon(request: Request) -> float:
+    return request.epsilon
+
+
+def _finished(sizes: pl.DataFrame, exact: pl.DataFrame | None, binned: pl.DataFrame, request: Request,
+              sides: Sides, compared: list[Compared],
+              statistics: dict[str, tuple[str, ...]]) -> pl.DataFrame:
+    _check_values(sizes, compared)
+    side = {}
+    for name, current in (("reference", False), ("current", True)):
+        side[name] = sizes.filter(pl.col("current") == current).select(
+            *_KEYS,
+            pl.col("rows").alias(f"{name}_rows"),
+            pl.col("weight").alias(f"{name}_weight"),
+            (pl.col("weight") ** 2 / pl.col("weight_squares")).alias(f"{name}_size"),
+            (pl.col("rows").cast(pl.Float64) == pl.col("weight")).and_(
+                pl.col("weight") == pl.col("weight_squares")).alias(f"{name}_counted"),
+            (pl.col("null_weight") / (pl.col("weight") + pl.col("null_weight")))
+            .alias(f"{name}_null_share"))
+    groups = side["reference"].join(side["current"], on=_KEYS, how="full", coalesce=True,
+                                    nulls_equal=True)
+    values = groups.join(binned, on=_KEYS, how="left", nulls_equal=True)
+    if exact is not None:
+        values = values.join(exact, on=_KEYS, how="left", nulls_equal=True)
+    out = []
+    for c in compared:
+        mine = values.filter(pl.col("compared") == c.name)
+        for statistic in statistics[c.name]:
+            out.append(_statistic_rows(mine, statistic, request))
+    if not out:
+        raise InputError("drift: no statistic applies to the compared columns")
+    table = pl.concat(out, how="diagonal_relaxed")
+    order = {c.name: i for i, c in enumerate(compared)}
+    table = table.with_columns(
+        _order_c=pl.col("compared").replace_strict(order, return_dtype=pl.Int32),
+        _order_s=pl.col("statistic").replace_strict(
+            {s: i for i, s in enumerate(request.statistics or STATISTICS)},
+            return_dtype=pl.Int32))
+    table = unpack_segment(table, sides.by).sort(
+        *sides.by, "_order_c", "label", "_order_s", nulls_last=True).drop("_order_c", "_order_s")
+    return table.select(*sides.by, *COLUMNS)
+
+
+def _statistic_rows(values: pl.DataFrame, statistic: str, request: Request) -> pl.DataFrame:
+    column = "chi2" if statistic == "chi2" else statistic
+    rows = values.with_columns(
+        statistic=pl.lit(statistic),
+        value=pl.col(column) if column in values.columns else pl.lit(None, pl.Float64),
+        bins=None if statistic in EXACT else pl.col("bins"),
+        epsilon=pl.lit(_epsilon(request) if statistic == "psi" else None, pl.Float64))
+    p_values, methods, notes = [], [], []
+    for row in rows.iter_rows(named=True):
+        p, method, note = _p_value(statistic, row)
+        p_values.append(p)
+        methods.append(method)
+        notes.append(note)
+    return rows.with_columns(
+        p_value=pl.Series(p_values, dtype=pl.Float64),
+        p_value_method=pl.Series(methods, dtype=pl.String),
+        note=pl.Series(notes, dtype=pl.String),
+        bins=pl.col("bins").cast(pl.Int64) if "bins" in rows.columns else None,
+        reference_rows=pl.col("reference_rows").fill_null(0),
+        current_rows=pl.col("current_rows").fill_null(0),
+        reference_weight=pl.col("reference_weight").fill_null(0.0),
+        current_weight=pl.col("current_weight").fill_null(0.0),
+    )
+
+
+def _p_value(statistic: str, row: dict[str, Any]) -> tuple[float | None, str | None,
+                                                           str | None]:
+    """The p-value of a test's row, how it was computed, and a note where it rests on few
+    reference rows."""
+    if statistic not in ("ks", "chi2") or row["value"] is None:
+        return None, None, None
+    from scipy import stats
+
+    note = None
+    if (row["reference_rows"] or 0) < MIN_REFERENCE_ROWS:
+        note = (f"{row['reference_rows']} reference rows (fewer than {MIN_REFERENCE_ROWS}): "
+                "the p-value is unreliable")
+    if statistic == "chi2":
+        dof = int(row["chi2_dof"])
+        method = "yates" if dof == 1 else "pearson"
+        return (1.0 if dof == 0 else float(stats.chi2.sf(row["value"], dof))), method, note
+    d = float(row["value"])
+    n1, n2 = row["reference_size"], row["current_size"]
+    if row["reference_counted"] and row["current_counted"] and \
+            max(n1, n2) <= EXACT_KS_ROWS:
+        exact = _exact_ks(int(n1), int(n2), d)
+        if exact is not None:
+            return exact, "exact", note
+    m, n = sorted([float(n1), float(n2)], reverse=True)
+    en = m * n / (m + n)
+    return float(min(max(stats.kstwo.sf(d, round(en)), 0.0), 1.0)), "asymp", note
+
+
+def _exact_ks(n1: int, n2: int, d: float) -> float | None:
+    """scipy's exact two-sided p-value of D for samples of n1 and n2 rows (as its
+    ``ks_2samp(method="auto")`` gives up to :data:`EXACT_KS_ROWS` rows), or None where it
+    cannot compute one."""
+    try:
+        from scipy.stats._stats_py import _attempt_exact_2kssamp
+    except ImportError:  # a scipy without it: the asymptotic p-value
+        return None
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        success, _, p = _attempt_exact_2kssamp(n1, n2, math.gcd(n1, n2), d, "two-sided")
+    return float(min(max(p, 0.0), 1.0)) if success else None
+
+
+def _check_values(sizes: pl.DataFrame, compared: list[Compared]) -> None:
+    """NaN or infinite values, and a compared column with no known value on a side, are
+    errors naming the column."""
+    for c in compared:
+        for side, current in (("reference", False), ("input", True)):
+            mine = sizes.filter((pl.col("compared") == c.name) & (pl.col("current") == current))
+            bad = int(mine["nonfinite"].sum())
+            if bad:
+                raise InputError(f"drift: {bad} NaN or infinite values in {c.column!r} "
+                                 f"(compared: {c.name}) in the {side}")
+            if int(mine["rows"].sum()) == 0:
+                raise InputError(f"drift: {c.column!r} (compared: {c.name}) has no value in "
+                                 f"the {side} (every row is null, or there are no rows)")
+
