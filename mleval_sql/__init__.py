@@ -12,6 +12,7 @@ from mleval_sql.api import check, curve, evaluate
 from mleval_sql.comparison import compare
 from mleval_sql.drift import drift
 from mleval_sql.errors import SklearnDefaultWarning
+from mleval_sql.history import read as history
 from mleval_sql.registry import METRICS
 from mleval_sql.schema import Columns, InputError
 from mleval_sql.slicing import slices
@@ -19,6 +20,8 @@ from mleval_sql.slicing import slices
 __all__ = ["METRICS", "Columns", "InputError", "SklearnDefaultWarning", "check", "compare",
            "curve", "drift", "evaluate", "history", "plot", "report", "slices", "sql"]
 __version__ = "0.1.0"
+# drift and history are functions named as their modules: imported above, not on first use
+# (importing a module later puts it in its function's place)
 
 
 def __getattr__(name: str) -> Any:
@@ -32,8 +35,4 @@ def __getattr__(name: str) -> Any:
         from mleval_sql.reporting import report
 
         return report
-    if name == "history":
-        from mleval_sql.history import read
-
-        return read
     raise AttributeError(f"module 'mleval_sql' has no attribute {name!r}")

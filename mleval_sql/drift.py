@@ -104,17 +104,19 @@ def drift(
 @dataclass(frozen=True)
 class Compared:
     """A compared column: its name as asked, the table's column it reads, how (``score`` and
-    ``truth``: per label; ``decision``: the score at the threshold, per label; ``feature``: one
-    value per sample) and whether it is numeric."""
+    ``truth``: per label; ``decision``: the score at the threshold, per label; ``argmax``: a
+    multiclass sample's top-scored label, the smallest of tied ones, as numpy's argmax;
+    ``feature``: one value per sample) and whether it is numeric."""
 
     name: str
     column: str
-    kind: Literal["score", "decision", "truth", "feature"]
+    kind: Literal["score", "decision", "truth", "feature", "argmax"]
     numeric: bool
 
     @property
-    def per_label(self) -> bool:
-        return self.kind != "feature"
+    def per_sample(self) -> bool:
+        """One value per sample: a feature's, or a multiclass sample's top-scored label."""
+        return self.kind in ("feature", "argmax")
 
 
 @dataclass(frozen=True)
@@ -182,6 +184,11 @@ def _compared(request: Request, sides: Sides) -> list[Compared]:
         column = {"score": cols.score, "decision": cols.score, "truth": cols.truth}.get(name,
                                                                                         name)
         kind = name if name in ROLES else "feature"
+        if kind == "decision" and request.task == "multiclass":
+            kind = "argmax"  # a multiclass sample's decision is one label
+            if cols.label not in schemas["input"]:
+                raise InputError(f"drift: a multiclass decision is a sample's top-scored "
+                                 f"label; the input has no label column {cols.label!r}")
         types = {}
         for side, schema in schemas.items():
             if column not in schema:
@@ -282,9 +289,12 @@ def _rows_polars(request: Request, sides: Sides, compared: list[Compared],
         parts = []
         for c in compared:
             tag = {"compared": pl.lit(c.name), "current": pl.lit(current)}
-            if c.kind == "feature":
+            if c.per_sample:
+                chosen = pl.col(c.column).min() if c.kind == "feature" else pl.col(
+                    cols.label).sort_by([pl.col(c.column), pl.col(cols.label)],
+                                        descending=[True, False], nulls_last=True).first()
                 per_sample = frame.group_by(*by, cols.sample).agg(
-                    pl.col(c.column).min().alias("_v"), w.min().alias("weight"))
+                    chosen.alias("_v"), w.min().alias("weight"))
                 value = pl.col("_v")
                 parts.append(per_sample.select(
                     *by, **tag, label=pl.lit(None, pl.String),
@@ -412,8 +422,10 @@ def _rows_sql(request: Request, sides: Sides, compared: list[Compared],
                    exp.Boolean(this=current).as_("current")]
             null_value = exp.cast(exp.Null(), "DOUBLE").as_("value")
             null_category = exp.cast(exp.Null(), "VARCHAR").as_("category")
-            if c.kind == "feature":
-                value = exp.Min(this=col(c.column))
+            if c.per_sample:
+                value = exp.Min(this=col(c.column)) if c.kind == "feature" else exp.func(
+                    "arg_min", col(cols.label), exp.Tuple(expressions=[
+                        exp.Neg(this=col(c.column)), col(cols.label)]))
                 select = exp.select(
                     *(col(b) for b in by), *tag, exp.cast(exp.Null(), "VARCHAR").as_("label"),
                     exp.cast(value, "DOUBLE").as_("value") if c.numeric else null_value,
@@ -486,8 +498,8 @@ def _epsilon(request: Request) -> float:
     return request.epsilon
 
 
-def _finished(sizes: pl.DataFrame, exact: pl.DataFrame | None, binned: pl.DataFrame, request: Request,
-              sides: Sides, compared: list[Compared],
+def _finished(sizes: pl.DataFrame, exact: pl.DataFrame | None, binned: pl.DataFrame,
+              request: Request, sides: Sides, compared: list[Compared],
               statistics: dict[str, tuple[str, ...]]) -> pl.DataFrame:
     _check_values(sizes, compared)
     side = {}

@@ -20,6 +20,7 @@ parameters, and :func:`tidy` lays the rows out.
 from __future__ import annotations
 
 import difflib
+import itertools
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -677,7 +678,7 @@ def _edges(value: str | Sequence[Any]) -> tuple[float, ...]:
     except (TypeError, ValueError):
         raise InputError(f"edges: numbers, increasing; got {value!r}") from None
     if not edges or any(not math.isfinite(e) for e in edges) or any(
-            b <= a for a, b in zip(edges, edges[1:])):
+            b <= a for a, b in itertools.pairwise(edges)):
         raise InputError(f"edges: finite numbers, each larger than the one before (no "
                          f"duplicates); got {list(edges)}")
     return edges

@@ -36,7 +36,7 @@ from mleval_sql.engines.polars.samples import *  # noqa: F403
 from mleval_sql.engines.polars.sweeps import *  # noqa: F403
 from mleval_sql.engines.polars.validate import *  # noqa: F403
 
-__all__ = sorted({name for module in (averages, bootstrap, clustering, decisions, drift, label_ranking,
-                                      multiclass, probability, ranking, regression, samples,
-                                      sweeps, validate)
+__all__ = sorted({name for module in (averages, bootstrap, clustering, decisions, drift,
+                                      label_ranking, multiclass, probability, ranking,
+                                      regression, samples, sweeps, validate)
                   for name in module.__all__})
