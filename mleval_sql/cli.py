@@ -182,7 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cmd = commands.add_parser("history", help="the values a report job with a [history] "
                               "has kept, every window's, as a table")
-    cmd.add_argument("path", type=Path, metavar="PATH", help="the history's folder")
+    cmd.add_argument("path", metavar="PATH", help="the history's folder (or delta://LOCATION)")
     _add_output(cmd)
     cmd.set_defaults(run=run_history)
 
@@ -196,6 +196,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a curve instead of metrics, the rows of `mleval curve --kind`")
     _add_request(cmd, "curve", statement=True, skip=("kind",))
     _add_request(cmd, "slices", statement=True)  # --over: the weakest slices instead
+    kinds.add_argument("--drift", action="store_true", help="the drift of --compared columns "
+                       "against --reference instead: a table, or COL=VALUE (the table's own "
+                       "rows), the statistics of `mleval drift` without its p-values")
+    _add_request(cmd, "drift", statement=True)
     cmd.add_argument("--dialect", default="duckdb",
                      help="any dialect sqlglot writes: duckdb, postgres, spark, trino, ... "
                           "(default: duckdb)")
@@ -594,11 +598,19 @@ def averages_text(metric: Metric) -> str:
 
 def run_sql(args: argparse.Namespace) -> int:
     # every option given, whichever statement it is for: one given to the other is an error
-    options = {**request(args, "slices", statement=True),
-               **request(args, "curve", statement=True),
-               **request(args, "evaluate", statement=True)}
-    text = me.sql(dialect=args.dialect, table=args.table, view=args.view, checks=args.checks,
-                  curve=args.kind, **options)
+    if args.drift:
+        options = request(args, "drift", statement=True)
+        text = me.sql(dialect=args.dialect, table=args.table, view=args.view, drift=True,
+                      **options)
+    else:
+        options = {**request(args, "slices", statement=True),
+                   **request(args, "curve", statement=True),
+                   **request(args, "evaluate", statement=True)}
+        for name in ("reference", "compared", "statistics", "edges", "epsilon"):
+            if getattr(args, name, None) not in (None, OPTIONS[name].default):
+                raise UsageError(f"--{name}: an option of the drift statement (--drift)")
+        text = me.sql(dialect=args.dialect, table=args.table, view=args.view,
+                      checks=args.checks, curve=args.kind, **options)
     text = text.rstrip("\n") + "\n"
     if args.output is None:
         sys.stdout.write(text)

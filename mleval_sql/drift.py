@@ -31,8 +31,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
 
+from mleval_sql import windows
 from mleval_sql.api import SourceOptions, derived
 from mleval_sql.engines import ENGINES, choose_engine, local_engines
+from mleval_sql.request import DRIFT_STATISTICS as STATISTICS
 from mleval_sql.request import Request, unpack_segment
 from mleval_sql.schema import InputError
 from mleval_sql.sources import Source, as_source
@@ -41,9 +43,6 @@ if TYPE_CHECKING:
     from sqlglot import exp
     from typing_extensions import Unpack
 
-#: Every statistic, in the order a result lists them.
-STATISTICS = ("ks", "wasserstein", "psi", "jensen_shannon", "total_variation", "l_infinity",
-              "chi2")
 #: The statistics of a numeric column's values in order, not of bins.
 EXACT = ("ks", "wasserstein")
 #: The statistics computed when none are named, by the compared column's kind.
@@ -146,7 +145,7 @@ def drifted(request: Request, source: Any) -> pl.DataFrame:
                          f"engine {name!r}")
     sides = _sides(request, source)
     compared = _compared(request, sides)
-    statistics = _statistics(request, compared)
+    statistics = statistics_of(request, compared)
     weight = request.column_map.weight
     weights = {s: weight if weight in src.schema() else None
                for s, src in (("current", sides.current), ("reference", sides.reference))}
@@ -170,15 +169,25 @@ def _sides(request: Request, source: Any) -> Sides:
                 raise InputError(f"reference: the input has no column {column!r} (it selects "
                                  f"the reference rows); it has {sorted(schema.names())}")
         segments = [c for c in selected if c not in by]
-        return Sides(current, current, [*segments, *by], by, selected)
+        windowed = [c for c in by if c in windows.COLUMNS]  # the windows first, as ever
+        rest = [c for c in by if c not in windowed]
+        return Sides(current, current, [*windowed, *segments, *rest], by, selected)
     reference = as_source(request.reference, **options)
     shared = [c for c in by if c in reference.schema()]
     return Sides(current, reference, by, shared, {})
 
 
 def _compared(request: Request, sides: Sides) -> list[Compared]:
+    return compared_columns(request, {"input": sides.current.schema(),
+                                      "reference": sides.reference.schema()})
+
+
+def compared_columns(request: Request, schemas: Mapping[str, pl.Schema | None]
+                     ) -> list[Compared]:
+    """The compared columns of ``request`` read from tables of these columns (by side:
+    ``input`` and ``reference``; None: not known, as a statement's table may be, where the
+    score is read as a number and a feature cannot be read)."""
     cols = request.column_map
-    schemas = {"input": sides.current.schema(), "reference": sides.reference.schema()}
     found = []
     for name in request.compared:
         column = {"score": cols.score, "decision": cols.score, "truth": cols.truth}.get(name,
@@ -186,29 +195,39 @@ def _compared(request: Request, sides: Sides) -> list[Compared]:
         kind = name if name in ROLES else "feature"
         if kind == "decision" and request.task == "multiclass":
             kind = "argmax"  # a multiclass sample's decision is one label
-            if cols.label not in schemas["input"]:
+            if cols.label is None or (schemas["input"] is not None
+                                      and cols.label not in schemas["input"]):
                 raise InputError(f"drift: a multiclass decision is a sample's top-scored "
                                  f"label; the input has no label column {cols.label!r}")
         types = {}
         for side, schema in schemas.items():
+            if schema is None:
+                continue
             if column not in schema:
                 raise InputError(f"drift: the {side} has no column {column!r} (compared: "
                                  f"{name}); it has {sorted(schema.names())}")
             types[side] = schema[column]
+        if not types:
+            if kind == "feature":
+                raise InputError(f"drift: {column!r} is compared by its type (numeric or "
+                                 "categorical): name the table's columns (--schema-from FILE, "
+                                 "or a connection)")
+            found.append(Compared(name, column, kind, kind == "score"))  # type: ignore[arg-type]
+            continue
         numeric = {side: t.is_numeric() for side, t in types.items()}
-        if numeric["input"] != numeric["reference"]:
+        if len(set(numeric.values())) > 1:
             raise InputError(f"drift: {column!r} is {types['input']} in the input and "
                              f"{types['reference']} in the reference: compare a column of one "
                              "kind (cast one side)")
-        if kind == "score" and not numeric["input"]:
-            raise InputError(f"drift: the score column {column!r} is {types['input']}, not a "
-                             "number")
+        first = next(iter(types.values()))
+        if kind == "score" and not first.is_numeric():
+            raise InputError(f"drift: the score column {column!r} is {first}, not a number")
         found.append(Compared(name, column, kind,  # type: ignore[arg-type]
-                              numeric["input"] and kind in ("score", "feature")))
+                              first.is_numeric() and kind in ("score", "feature")))
     return found
 
 
-def _statistics(request: Request, compared: list[Compared]) -> dict[str, tuple[str, ...]]:
+def statistics_of(request: Request, compared: list[Compared]) -> dict[str, tuple[str, ...]]:
     """The statistics of each compared column (by name)."""
     if request.statistics is None:
         return {c.name: DEFAULT_STATISTICS["numeric" if c.numeric else "categorical"]
@@ -364,7 +383,15 @@ def _run_duckdb(request: Request, sides: Sides, compared: list[Compared],
             for side, source in (("current", sides.current), ("reference", sides.reference)):
                 engine.read(source, con).create_view(names[side], replace=True)
                 created.append(("VIEW", names[side]))
-            create("VIEW", "drift_rows", _rows_sql(request, sides, compared, weights, names))
+            from sqlglot import exp
+
+            views = tuple(exp.to_table(names[s], quoted=True) for s in ("current", "reference"))
+            labelled = tuple(request.column_map.label in src.schema()
+                             for src in (sides.current, sides.reference))
+            create("VIEW", "drift_rows", rows_query(
+                request, compared, views, by=sides.by, shared=sides.shared,  # type: ignore[arg-type]
+                selected=sides.selected, labelled=labelled,  # type: ignore[arg-type]
+                weights=(weights["current"], weights["reference"])).sql("duckdb"))
             create("TABLE", "drift_sizes", *step("drift_sizes"))
             numeric = any(c.numeric for c in compared)
             bins = []
@@ -391,9 +418,18 @@ def _run_duckdb(request: Request, sides: Sides, compared: list[Compared],
                 con.execute(f"DROP {kind} IF EXISTS {queries.identifier(name)}")
 
 
-def _rows_sql(request: Request, sides: Sides, compared: list[Compared],
-              weights: dict[str, str | None], names: Mapping[str, str]) -> str:
-    """drift_rows as one DuckDB query over the two sides' views, written by sqlglot."""
+def rows_query(request: Request, compared: list[Compared], tables: tuple[exp.Expression,
+               exp.Expression], *, by: Sequence[str], shared: Sequence[str],
+               selected: Mapping[str, Any], labelled: tuple[bool, bool],
+               weights: tuple[str | None, str | None],
+               keys: Sequence[str] | None = None) -> exp.Query:
+    """``drift_rows`` as one query over ``tables`` (the current rows', the reference's),
+    written by sqlglot: each side's rows per compared column, the reference's joined to the
+    current segments' values of the ``by`` columns it does not have (``shared``: those it
+    has). ``labelled``, ``weights``: whether each side has a label column, its weight column.
+    The segment is ``segment`` (the ``by`` columns packed in a struct, as the DuckDB engine
+    reads it), or spread over ``keys`` (a statement's: :func:`mleval_sql.dialects
+    .segment_keys`)."""
     from sqlglot import exp
 
     cols = request.column_map
@@ -403,18 +439,16 @@ def _rows_sql(request: Request, sides: Sides, compared: list[Compared],
         return exp.column(exp.to_identifier(name, quoted=True))
 
     def side(current: bool) -> list[exp.Select]:
-        table = names["current" if current else "reference"]
-        source = sides.current if current else sides.reference
-        schema = source.schema()
-        by = sides.by if current else sides.shared
-        weight = weights["current" if current else "reference"]
+        at = 0 if current else 1
+        table, mine = tables[at], by if current else shared
+        weight = weights[at]
         w = exp.cast(col(weight) if weight else exp.Literal.number(1), "DOUBLE")
-        label = (exp.cast(col(cols.label), "VARCHAR") if cols.label in schema
+        label = (exp.cast(col(cols.label), "VARCHAR") if labelled[at]
                  else exp.Literal.string(cols.single_label))
         where = None
-        if sides.selected:
-            chosen = exp.and_(*(exp.NullSafeEQ(this=col(c), expression=_literal(v))
-                                for c, v in sides.selected.items()))
+        if selected:
+            chosen = exp.and_(*(exp.NullSafeEQ(this=col(c), expression=exp.convert(v))
+                                for c, v in selected.items()))
             where = exp.not_(chosen) if current else chosen
         selects = []
         for c in compared:
@@ -427,12 +461,11 @@ def _rows_sql(request: Request, sides: Sides, compared: list[Compared],
                     "arg_min", col(cols.label), exp.Tuple(expressions=[
                         exp.Neg(this=col(c.column)), col(cols.label)]))
                 select = exp.select(
-                    *(col(b) for b in by), *tag, exp.cast(exp.Null(), "VARCHAR").as_("label"),
+                    *(col(b) for b in mine), *tag, exp.cast(exp.Null(), "VARCHAR").as_("label"),
                     exp.cast(value, "DOUBLE").as_("value") if c.numeric else null_value,
                     null_category if c.numeric else exp.cast(value, "VARCHAR").as_("category"),
                     exp.Min(this=w).as_("weight"),
-                ).from_(exp.to_identifier(table, quoted=True)).group_by(
-                    *(col(b) for b in by), col(cols.sample))
+                ).from_(table.copy()).group_by(*(col(b) for b in mine), col(cols.sample))
             else:
                 score = col(c.column)
                 category = {
@@ -442,50 +475,46 @@ def _rows_sql(request: Request, sides: Sides, compared: list[Compared],
                           exp.Literal.string("false")),
                     "truth": exp.cast(score, "VARCHAR")}.get(c.kind)
                 select = exp.select(
-                    *(col(b) for b in by), *tag, label.copy().as_("label"),
+                    *(col(b) for b in mine), *tag, label.copy().as_("label"),
                     exp.cast(score, "DOUBLE").as_("value") if c.numeric else null_value,
                     null_category if category is None else category.as_("category"),
                     w.copy().as_("weight"),
-                ).from_(exp.to_identifier(table, quoted=True))
+                ).from_(table.copy())
             selects.append(select.where(where.copy()) if where is not None else select)
         return selects
 
-    def union(selects: list[exp.Select]) -> exp.Expression:
-        out: exp.Expression = selects[0]
+    def union(selects: list[exp.Select], alias: str) -> exp.Select:
+        out: exp.Query = selects[0]
         for s in selects[1:]:
             out = exp.union(out, s, distinct=False)
-        return exp.paren(out)
+        return exp.select("*").from_(exp.alias_(exp.paren(out), alias))
 
-    current = exp.select("*").from_(exp.alias_(union(side(True)), "c"))
-    reference = exp.select("*").from_(exp.alias_(union(side(False)), "r"))
-    only = [c for c in sides.by if c not in sides.shared]
-    if only:  # the reference compared whole under each of these columns' values
-        keys = exp.select(*(col(b) for b in sides.by)).distinct().from_(
+    current, reference = union(side(True), "c"), union(side(False), "r")
+    if [c for c in by if c not in shared]:  # the reference whole under these columns' values
+        values = exp.select(*(col(b) for b in by)).distinct().from_(
             exp.alias_(exp.paren(current.copy()), "k"))
         on = exp.and_(*(exp.NullSafeEQ(this=exp.column(b, "r", quoted=True),
                                        expression=exp.column(b, "k", quoted=True))
-                        for b in sides.shared)) if sides.shared else None
+                        for b in shared)) if shared else None
         reference = exp.select(
-            *(exp.column(b, "k", quoted=True) for b in sides.by),
+            *(exp.column(b, "k", quoted=True) for b in by),
             *(exp.column(c, "r") for c in ("compared", "label", "current", "value",
                                            "category", "weight")),
         ).from_(exp.alias_(exp.paren(reference), "r")).join(
-            exp.alias_(exp.paren(keys), "k"), on=on, join_type="inner" if on else "cross")
-    by = sides.by
-    segment = (col(by[0]) if len(by) == 1 else exp.func(
-        "struct_pack", *(exp.PropertyEQ(this=exp.to_identifier(b, quoted=True),
-                                        expression=col(b)) for b in by)) if by
-        else exp.Literal.number(0))
-    tagged = [exp.select(segment.copy().as_("segment"), "compared", "label", "current", "value",
+            exp.alias_(exp.paren(values), "k"), on=on, join_type="inner" if on else "cross")
+    if keys is not None:
+        segment = ([exp.alias_(col(b), k) for b, k in zip(by, keys, strict=True)] if by
+                   else [exp.alias_(exp.Literal.number(0), "segment")])
+    else:
+        packed = (col(by[0]) if len(by) == 1 else exp.func(
+            "struct_pack", *(exp.PropertyEQ(this=exp.to_identifier(b, quoted=True),
+                                            expression=col(b)) for b in by)) if by
+            else exp.Literal.number(0))
+        segment = [packed.as_("segment")]
+    tagged = [exp.select(*(e.copy() for e in segment), "compared", "label", "current", "value",
                          "category", "weight").from_(exp.alias_(exp.paren(s), "t"))
               for s in (current, reference)]
-    return exp.union(tagged[0], tagged[1], distinct=False).sql("duckdb")
-
-
-def _literal(value: Any) -> exp.Expression:
-    from sqlglot import exp
-
-    return exp.convert(value)
+    return exp.union(tagged[0], tagged[1], distinct=False)
 
 
 # -- the result ------------------------------------------------------------------------------
@@ -586,8 +615,10 @@ def _p_value(statistic: str, row: dict[str, Any]) -> tuple[float | None, str | N
         if exact is not None:
             return exact, "exact", note
     m, n = sorted([float(n1), float(n2)], reverse=True)
-    en = m * n / (m + n)
-    return float(min(max(stats.kstwo.sf(d, round(en)), 0.0), 1.0)), "asymp", note
+    en = round(m * n / (m + n))  # half to even, as numpy's round in ks_2samp
+    if en < 1:  # one row against one: no distribution to test against (scipy's NaN)
+        return None, "asymp", note
+    return float(min(max(stats.kstwo.sf(d, en), 0.0), 1.0)), "asymp", note
 
 
 def _exact_ks(n1: int, n2: int, d: float) -> float | None:

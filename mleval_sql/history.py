@@ -45,6 +45,28 @@ and the next run deletes what it left. It needs a POSIX filesystem: symbolic and
 an atomic rename (on NFS a reader on another host may see the previous version until its
 cache of ``current`` expires: it is kept whole for that).
 
+A Delta history (:class:`DeltaHistory`: a path written ``delta://LOCATION``, or a LOCATION
+holding ``_delta_log/``; a local folder; deltalake, the ``delta`` extra) is one Delta table of
+the same rows in the same columns, partitioned by ``granularity``. A run is one commit: an
+overwrite whose predicate names the windows it recomputes (a replaceWhere, rendered by sqlglot:
+their rows go, the run's come; with no row kept, the whole table is overwritten), whose
+commit's custom metadata (``commitInfo``, key ``mleval_history``) holds the run's
+``schema_version``, ``job``, ``run_id``, ``schema`` (the rows' column types, which Delta lacks
+some of: unsigned integers, time zones and units, categories, null columns; an Arrow IPC stream
+of no rows, zlib, base64) and ``windows`` (the manifest above: a list per column, times as ISO
+8601 text, a timestamp with its UTC offset). Rows and manifest change in that one commit, so
+every version's agree; a run that fails before its commit leaves the table as it was (files it
+wrote, which no commit lists, stay until ``VACUUM``), and a commit is made on the version the
+run read or not at all (no retry). The job and schema_version are in the commit, not the
+table's configuration: delta-rs takes only the ``delta.*`` keys it knows there, and sets them
+only when the table is made, while a full refresh for another job must change them in its
+commit. The history's state is the latest commit that has ``mleval_history`` (read from
+``_delta_log/NNN.json``); another writer's commit that changes no row (OPTIMIZE, VACUUM) may
+follow it, one that does makes the history refused until a full refresh. Delta keeps
+timestamps in UTC: :func:`read` gives every column back the type its run wrote (a window's
+start in its zone). Old versions stay for time travel until VACUUM; the lock is the folder
+history's, ``LOCATION/_mleval_history.lock``.
+
 >>> import tempfile
 >>> from datetime import date
 >>> path = Path(tempfile.mkdtemp()) / "history"
@@ -68,7 +90,9 @@ cache of ``current`` expires: it is kept whole for that).
 
 from __future__ import annotations
 
+import base64
 import errno
+import io
 import json
 import os
 import re
@@ -77,6 +101,7 @@ import shutil
 import socket
 import time
 import warnings
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -107,6 +132,16 @@ STALE_AFTER = 24 * 3600.0
 UTC_TIME = pl.Datetime("us", "UTC")
 _VERSION = re.compile(r"v(\d{6})")
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+#: A Delta history's table log; the key of its commits' metadata that holds each run's job,
+#: schema_version, column types and windows; the description of a new table.
+DELTA_LOG = "_delta_log"
+DELTA_KEY = "mleval_history"
+DELTA_DESCRIPTION = (f"mleval_sql metrics history: the {DELTA_KEY} metadata of each run's commit "
+                     "holds its job, schema_version, column types and windows")
+#: Operations of other writers that change no row: the windows of the run before still hold.
+_QUIET = frozenset({"OPTIMIZE", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES",
+                    "ADD CONSTRAINT", "DROP CONSTRAINT", "UPDATE TABLE METADATA",
+                    "UPDATE FIELD METADATA"})
 
 
 class HistoryWarning(UserWarning):
@@ -168,7 +203,8 @@ class History:
     @classmethod
     def open(cls, path: str | os.PathLike[str], job: str, *,
              full_refresh: bool = False) -> History:
-        """The history at ``path`` (made if missing) for ``job``.
+        """The history at ``path`` (made if missing) for ``job``: a :class:`DeltaHistory` where
+        ``path`` is written ``delta://LOCATION`` or holds a ``_delta_log/`` folder.
 
         Raises ``InputError`` for a folder written by another job or by a newer layout, a
         folder with other files that is no history, and a history that cannot be read (nothing
@@ -176,8 +212,9 @@ class History:
         :meth:`replace`: until its swap the old version stays readable, and files that are no
         part of a history are never deleted.
         """
-        if not isinstance(job, str) or not job.strip():
-            raise InputError(f"a history's job must be a non-empty name, got {job!r}")
+        _check_job(job)
+        if _delta_location(path) is not None:
+            return DeltaHistory.open(path, job, full_refresh=full_refresh)
         root = Path(path)
         if root.exists() and not root.is_dir():
             raise InputError(f"history {root} is a file, not a folder")
@@ -189,10 +226,7 @@ class History:
         try:
             meta = _read_meta(root, hint=", and has other files: name an empty or new "
                               "folder, or start it over with full_refresh=True")
-            if meta["job"] != job:
-                raise InputError(f"history {root} belongs to the job {meta['job']!r}, not "
-                                 f"{job!r}: name another folder, or start it over with "
-                                 "full_refresh=True")
+            _check_owner(root, meta, job)
             _current(root)  # a history that cannot be read is refused now, before any work
         except InputError:
             if not full_refresh:
@@ -300,17 +334,9 @@ class History:
         Raises ``InputError`` for rows outside ``windows``, a column of another type than the
         kept rows have, or a run_id that is no file name; nothing is changed then.
         """
-        self._check_held()
-        if not isinstance(run_id, str) or not _RUN_ID.fullmatch(run_id):
-            raise InputError(f"run_id must be letters, digits, '.', '_' or '-' (a file name), "
-                             f"got {run_id!r}")
-        windows = _windows_frame(windows, "windows", end=True)
-        rows = _check_rows(rows, windows)
+        rows, windows = self._checked(rows, windows, run_id)
         if not self.full_refresh:  # under the lock: what open() saw may have changed since
-            meta = _read_meta(self.path)
-            if meta["job"] != self.job:
-                raise InputError(f"history {self.path} belongs to the job {meta['job']!r} now, "
-                                 f"not {self.job!r}")
+            _check_owner(self.path, _read_meta(self.path), self.job, now=" now")
         if self.full_refresh:  # nothing of the old version is read: it may be unreadable
             try:
                 number = _current_number(self.path)
@@ -367,6 +393,16 @@ class History:
             _remove_version(self.path, old)
         return new
 
+    def _checked(self, rows: pl.DataFrame, windows: pl.DataFrame,
+                 run_id: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """What every replace checks first: the lock, the run_id, the windows and the rows."""
+        self._check_held()
+        if not isinstance(run_id, str) or not _RUN_ID.fullmatch(run_id):
+            raise InputError(f"run_id must be letters, digits, '.', '_' or '-' (a file name), "
+                             f"got {run_id!r}")
+        windows = _windows_frame(windows, "windows", end=True)
+        return _check_rows(rows, windows), windows
+
     def _check_held(self) -> None:
         if self._token is None:
             raise InputError("replace runs inside `with history.lock():`, one writer at a time")
@@ -381,11 +417,132 @@ class History:
                                         "created_at": _now().isoformat()}, indent=2) + "\n")
 
 
+class DeltaHistory(History):
+    """A metrics history kept as a Delta table (``delta://LOCATION``, see "A Delta history" in
+    the module docstring): :class:`History`'s interface and lock, one Delta commit per run.
+
+    >>> import tempfile
+    >>> history = DeltaHistory.open(Path(tempfile.mkdtemp()) / "history", job="nightly")
+    >>> history.windows().height, read(f"delta://{history.path}").height
+    (0, 0)
+    """
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], job: str, *,
+             full_refresh: bool = False) -> DeltaHistory:
+        """The Delta history at ``path`` (``delta://LOCATION`` or LOCATION, a local folder; made
+        if missing) for ``job``.
+
+        Raises ``InputError`` without deltalake (the ``delta`` extra), for a folder with other
+        files and no ``_delta_log/``, a Delta table none of whose commits is a history's, and a
+        table whose log cannot be read; and, unless ``full_refresh`` (the first :meth:`replace`
+        starts it over, in one commit), for a history of another job or a newer layout, or one
+        that another writer changed since its last run.
+        """
+        _check_job(job)
+        _deltalake()
+        root = _delta_location(path) or Path(os.fspath(path))
+        if root.exists() and not root.is_dir():
+            raise InputError(f"history {root} is a file, not a folder")
+        history = cls(root, job, full_refresh)
+        if not root.exists() or not [p for p in os.listdir(root) if not p.startswith(".")]:
+            # an empty log says "Delta" to open() and read() until the first commit
+            (root / DELTA_LOG).mkdir(parents=True, exist_ok=True)
+            return history
+        if not (root / DELTA_LOG).is_dir():
+            raise InputError(f"{root} has files but no {DELTA_LOG}/ folder: it is no Delta "
+                             "table. A Delta history is made in an empty or new folder")
+        state = _delta_state(root)
+        if not full_refresh:
+            state.check(root, job)
+        return history
+
+    def windows(self) -> pl.DataFrame:
+        """The windows the table's latest version keeps, as :meth:`History.windows` (none with
+        ``full_refresh`` where the table cannot be kept)."""
+        state = _delta_state(self.path)
+        if self.full_refresh and state.problem:
+            return _manifest_frame(UTC_TIME)
+        state.check(self.path)
+        if state.meta is None:
+            return _manifest_frame(UTC_TIME)
+        return _delta_manifest(state.meta, self.path)
+
+    def replace(self, rows: pl.DataFrame, windows: pl.DataFrame, *, run_id: str,
+                request_hash: str) -> int:
+        """As :meth:`History.replace`, in one Delta commit: an overwrite whose predicate is the
+        ``windows`` (a replaceWhere: their rows go, the ``rows`` come) and whose commit metadata
+        is the new manifest; with no row kept, the whole table is overwritten. Returns the
+        version committed (-1: no table yet).
+
+        Raises ``InputError`` as :meth:`History.replace` does, and where another writer
+        committed since this run read the table; nothing is changed then.
+        """
+        rows, windows = self._checked(rows, windows, run_id)
+        deltalake = _deltalake()
+        state = _delta_state(self.path)
+        if not self.full_refresh:  # under the lock: what open() saw may have changed since
+            state.check(self.path, self.job, now=" now")
+        start = windows.schema[START]
+        stored = _manifest_frame(start)
+        if not self.full_refresh and state.meta is not None:
+            stored = _delta_manifest(state.meta, self.path)
+            if not stored.height:
+                stored = _manifest_frame(start)
+        if not windows.height and not self.full_refresh:  # nothing to replace
+            return -1 if state.table is None else state.table.version()
+        kept = stored.join(windows.select(GRANULARITY, START), on=[GRANULARITY, START],
+                           how="anti")
+        if kept.height:
+            _same_start(windows, "windows", kept)
+        written = _now()
+        data = _with_added(rows, windows, job=self.job, run_id=run_id, written=written)
+        options: dict[str, Any] = {"mode": "overwrite", "partition_by": [GRANULARITY]}
+        if kept.filter(pl.col("rows") > 0).height:  # some rows stay: replace those of windows
+            assert state.meta is not None and state.table is not None
+            before = _delta_schema(state.meta, self.path)
+            _same_delta_types(rows, before, self.path)
+            schema = {**before, **{n: t for n, t in data.schema.items()
+                                   if t != pl.Null or n not in before}}
+            options.update(predicate=_replace_where(windows), schema_mode="merge")
+        else:  # no row stays: the table is overwritten whole, its columns too
+            schema = dict(data.schema)
+            if state.table is not None:
+                options.update(schema_mode="overwrite")
+            else:
+                options.update(name="mleval_history", description=DELTA_DESCRIPTION)
+        manifest = _new_manifest(kept, windows, rows, request_hash, run_id, written)
+        meta = {"schema_version": SCHEMA_VERSION, "job": self.job, "run_id": run_id,
+                "schema": _encode_schema(schema), "windows": _encode_manifest(manifest)}
+        # no retry: a commit on another version than the one read would carry a wrong manifest
+        options["commit_properties"] = deltalake.CommitProperties(
+            custom_metadata={DELTA_KEY: meta}, max_commit_retries=0)
+        self._check_held()
+        target = str(self.path) if state.table is None else state.table
+        try:
+            deltalake.write_deltalake(target, _delta_frame(data), **options)
+        except deltalake.exceptions.CommitFailedError as error:
+            raise InputError(f"history {self.path}: another writer committed to the Delta "
+                             f"table since this run read it ({_first_line(error)}); nothing "
+                             "was changed: one writer at a time") from None
+        except deltalake.exceptions.SchemaMismatchError as error:
+            raise InputError(f"rows do not fit the columns of the Delta history {self.path}: "
+                             f"{_first_line(error)}; nothing was changed (full_refresh=True "
+                             "starts the history over)") from None
+        self.full_refresh = False
+        return int(deltalake.DeltaTable(str(self.path)).version())
+
+
 def read(path: str | os.PathLike[str]) -> pl.DataFrame:
     """The rows of the history at ``path``'s current version, by granularity and
     window_start, each window's rows in the order its run wrote them; optional columns a
     window's run did not write are null. Raises ``InputError`` for a folder that is no history.
+    A Delta history (``delta://LOCATION``, or a folder holding ``_delta_log/``) is read at its
+    latest version, with the same columns and types.
     """
+    location = _delta_location(path)
+    if location is not None:
+        return _read_delta(location)
     root = Path(path)
     _read_meta(root)
     for attempt in range(3):
@@ -406,8 +563,12 @@ def read(path: str | os.PathLike[str]) -> pl.DataFrame:
         if frames:
             return pl.concat(frames, how="diagonal_relaxed")
         break
-    empty = _manifest_frame(windows.schema[START])
-    return empty.select(GRANULARITY, START, END, *(
+    return _no_rows(windows.schema[START])
+
+
+def _no_rows(start: pl.DataType) -> pl.DataFrame:
+    """The rows of a history that has none: the window's columns and those it adds."""
+    return _manifest_frame(start).select(GRANULARITY, START, END, *(
         pl.lit(None, dtype=UTC_TIME if name == "computed_at" else pl.String).alias(name)
         for name in ADDED))
 
@@ -425,14 +586,27 @@ def _read_meta(root: Path, hint: str = "") -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, ValueError) as error:
         raise InputError(f"cannot read {file}: {error}; nothing was changed (full_refresh=True "
                          "starts the history over)") from error
+    return _checked_meta(meta, root, file)
+
+
+def _checked_meta(meta: Any, root: Path, source: object) -> dict[str, Any]:
+    """``meta``, the description of the history at ``root`` read from ``source``; an
+    ``InputError`` if it is none, or of a newer layout."""
     version = meta.get("schema_version") if isinstance(meta, dict) else None
     if not isinstance(version, int) or version < 1 or not isinstance(meta.get("job"), str):
-        raise InputError(f"cannot read {file}: not a history's description (schema_version, "
+        raise InputError(f"cannot read {source}: not a history's description (schema_version, "
                          "job); nothing was changed (full_refresh=True starts the history over)")
     if version > SCHEMA_VERSION:
         raise InputError(f"history {root} has schema_version {version}, newer than this "
                          f"mleval_sql's {SCHEMA_VERSION}: upgrade mleval_sql to write it")
     return meta
+
+
+def _check_owner(root: Path, meta: dict[str, Any], job: str, *, now: str = "") -> None:
+    """An ``InputError`` if the history at ``root`` (described by ``meta``) is not ``job``'s."""
+    if meta["job"] != job:
+        raise InputError(f"history {root} belongs to the job {meta['job']!r}{now}, not {job!r}: "
+                         "name another folder, or start it over with full_refresh=True")
 
 
 def _current_number(root: Path) -> int | None:
@@ -601,10 +775,7 @@ def _write_windows(rows: pl.DataFrame, windows: pl.DataFrame, version: Path, *, 
                    run_id: str) -> datetime:
     """Write each window's rows to its folder in ``version``; returns the time written."""
     written = _now()
-    rows = rows.with_columns(run_id=pl.lit(run_id), computed_at=pl.lit(written, dtype=UTC_TIME),
-                             job=pl.lit(job)).join(
-        windows.select(GRANULARITY, START, "fingerprint"), on=[GRANULARITY, START],
-        how="left", maintain_order="left")
+    rows = _with_added(rows, windows, job=job, run_id=run_id, written=written)
     # parts by polars' keys, not Python's: 02:00 CEST and 02:00 CET, the hours of a night when
     # clocks go back, are equal as Python datetimes of one zone (fold is not compared)
     for part in rows.partition_by(GRANULARITY, START, maintain_order=True):
@@ -615,6 +786,15 @@ def _write_windows(rows: pl.DataFrame, windows: pl.DataFrame, version: Path, *, 
             handle.flush()
             os.fsync(handle.fileno())  # on disk before the swap makes it visible
     return written
+
+
+def _with_added(rows: pl.DataFrame, windows: pl.DataFrame, *, job: str, run_id: str,
+                written: datetime) -> pl.DataFrame:
+    """``rows`` with the columns the history adds (:data:`ADDED`)."""
+    return rows.with_columns(run_id=pl.lit(run_id), computed_at=pl.lit(written, dtype=UTC_TIME),
+                             job=pl.lit(job)).join(
+        windows.select(GRANULARITY, START, "fingerprint"), on=[GRANULARITY, START],
+        how="left", maintain_order="left")
 
 
 def _new_manifest(kept: pl.DataFrame, windows: pl.DataFrame, rows: pl.DataFrame,
@@ -661,6 +841,239 @@ def _sync_folder(folder: Path) -> None:
             raise
     finally:
         os.close(fd)
+
+
+# -- a Delta history --------------------------------------------------------------------------
+
+@dataclass
+class _DeltaState:
+    """A Delta history's table at its latest version (None: no commit yet), the
+    :data:`DELTA_KEY` metadata of its latest run, and why it cannot be kept ('' where it can;
+    ``full_refresh`` starts it over)."""
+
+    table: Any
+    meta: dict[str, Any] | None
+    problem: str = ""
+
+    def check(self, root: Path, job: str | None = None, *, now: str = "") -> None:
+        if self.problem:
+            raise InputError(self.problem)
+        if job is not None and self.meta is not None:
+            _check_owner(root, self.meta, job, now=now)
+
+
+def _deltalake() -> Any:
+    """deltalake, imported where a Delta history is used (it is an extra)."""
+    try:
+        import deltalake
+    except ImportError:
+        raise InputError("a Delta history needs deltalake: pip install 'mleval_sql[delta]'"
+                         ) from None
+    return deltalake
+
+
+def _delta_location(path: str | os.PathLike[str]) -> Path | None:
+    """The folder of the Delta history ``path`` names (``delta://LOCATION``, or a folder that
+    holds ``_delta_log/``); None for a folder history."""
+    text = os.fspath(path)
+    if text[:8].lower() == "delta://":
+        location = text[8:]
+        if not location or "://" in location:
+            raise InputError(f"a Delta history is delta://FOLDER, a local folder (not object "
+                             f"storage), got {text!r}")
+        return Path(location)
+    return Path(text) if (Path(text) / DELTA_LOG).is_dir() else None
+
+
+def _delta_state(root: Path) -> _DeltaState:
+    """The state of the Delta history at ``root``; ``InputError`` for a table whose log cannot
+    be read or none of whose commits is a history's run."""
+    deltalake = _deltalake()
+    try:
+        table = deltalake.DeltaTable(str(root))
+    except deltalake.exceptions.TableNotFoundError:  # a missing or empty log: no commit yet
+        return _DeltaState(None, None)
+    except (deltalake.exceptions.DeltaError, OSError) as error:
+        raise InputError(f"cannot read the Delta history {root}: {_first_line(error)}; nothing "
+                         "was changed") from None
+    foreign = None
+    for number in range(table.version(), -1, -1):
+        info = _commit_info(root, number)
+        meta = info.get(DELTA_KEY)
+        if meta is not None:
+            break
+        if foreign is None and info.get("operation") not in _QUIET:
+            foreign = (number, info.get("operation"))
+    else:
+        raise InputError(f"{root} is a Delta table but not a metrics history: none of its "
+                         f"commits has {DELTA_KEY} metadata. Name another folder")
+    try:
+        meta = _checked_meta(meta, root, f"the {DELTA_KEY} metadata of commit {number} of {root}")
+    except InputError as error:  # as a folder history's description
+        return _DeltaState(table, None, str(error))
+    if foreign is not None:
+        return _DeltaState(table, None, f"the Delta history {root} was changed by another "
+                           f"writer in version {foreign[0]} ({foreign[1]}), after the run of "
+                           f"version {number}: its windows no longer describe its rows; nothing "
+                           "was changed (full_refresh=True starts the history over)")
+    return _DeltaState(table, meta)
+
+
+def _commit_info(root: Path, number: int) -> dict[str, Any]:
+    """The ``commitInfo`` of version ``number`` of the table at ``root``, read from its log
+    file (``DeltaTable.history`` reads the newest commits, whatever the version loaded)."""
+    file = root / DELTA_LOG / f"{number:020d}.json"
+    try:
+        lines = file.read_text(encoding="utf-8").splitlines()
+        actions = [json.loads(line) for line in lines if line.strip()]
+    except FileNotFoundError:
+        raise InputError(f"cannot read the Delta history {root}: {file} is gone (a log cleaned "
+                         "up before the history's last run); nothing was changed") from None
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise InputError(f"cannot read {file}: {error}; nothing was changed") from error
+    found = [a["commitInfo"] for a in actions if isinstance(a, dict) and "commitInfo" in a]
+    return found[0] if found and isinstance(found[0], dict) else {}
+
+
+def _delta_manifest(meta: dict[str, Any], root: Path) -> pl.DataFrame:
+    """The windows a run's metadata lists, typed as :meth:`History.windows` gives them."""
+    start = _delta_schema(meta, root).get(START)
+    try:
+        if start is None or not start.is_temporal():
+            raise ValueError(f"window_start is {start}")
+        expected = _manifest_frame(start).schema
+        columns = meta["windows"]
+        frame = pl.DataFrame([pl.Series(name, columns[name], dtype=pl.String if
+                                        dtype.is_temporal() else dtype, strict=True)
+                              for name, dtype in expected.items()])
+        frame = frame.with_columns(_parse_times(pl.col(START), start),
+                                   _parse_times(pl.col(END), start),
+                                   _parse_times(pl.col("computed_at"), UTC_TIME))
+    except (KeyError, TypeError, ValueError, pl.exceptions.PolarsError) as error:
+        raise InputError(f"cannot read the windows of the Delta history {root} ({DELTA_KEY} of "
+                         f"its latest run): {' '.join(str(error).split())[:200]}; nothing was "
+                         "changed (full_refresh=True starts the history over)") from error
+    return frame.sort(GRANULARITY, START)
+
+
+def _encode_manifest(manifest: pl.DataFrame) -> dict[str, list[Any]]:
+    """The windows as JSON: a list per column, times as ISO 8601 text (a timestamp with a time
+    zone as wall-clock time there with its UTC offset)."""
+    times = [c for c in (START, END, "computed_at") if c in manifest.columns]
+    return manifest.with_columns(pl.col(times).dt.to_string("iso")).to_dict(as_series=False)
+
+
+def _parse_times(text: pl.Expr, dtype: pl.DataType) -> pl.Expr:
+    """The values of :func:`_encode_manifest`'s text, of ``dtype``."""
+    if dtype == pl.Date:
+        return text.str.to_date("%Y-%m-%d")
+    unit, zone = getattr(dtype, "time_unit", None) or "us", getattr(dtype, "time_zone", None)
+    if zone is None:
+        return text.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit=unit)
+    return text.str.to_datetime("%Y-%m-%d %H:%M:%S%.f%:z", time_unit=unit,
+                                time_zone="UTC").dt.convert_time_zone(zone)
+
+
+def _encode_schema(schema: dict[str, pl.DataType]) -> str:
+    """The rows' column types, which Delta has not all of (unsigned integers, time zones,
+    units, categories, null columns): an Arrow IPC stream of no rows, zlib, base64."""
+    buffer = io.BytesIO()
+    pl.DataFrame(schema=schema).write_ipc_stream(buffer)
+    return base64.b64encode(zlib.compress(buffer.getvalue(), 9)).decode("ascii")
+
+
+def _delta_schema(meta: dict[str, Any], root: Path) -> dict[str, pl.DataType]:
+    try:
+        data = zlib.decompress(base64.b64decode(meta["schema"], validate=True))
+        return dict(pl.read_ipc_stream(io.BytesIO(data)).schema)
+    except (KeyError, TypeError, ValueError, OSError, zlib.error,
+            pl.exceptions.PolarsError) as error:
+        raise InputError(f"cannot read the column types of the Delta history {root} "
+                         f"({DELTA_KEY}.schema of its latest run): "
+                         f"{' '.join(str(error).split())[:200]}; nothing was changed "
+                         "(full_refresh=True starts the history over)") from error
+
+
+def _same_delta_types(rows: pl.DataFrame, before: dict[str, pl.DataType], root: Path) -> None:
+    """An ``InputError`` if a column of ``rows`` has another type in the Delta history."""
+    for name, dtype in rows.schema.items():
+        theirs = before.get(name)
+        if theirs is not None and pl.Null not in (dtype, theirs) and dtype != theirs:
+            raise InputError(f"rows: column {name!r} is {dtype}, but {theirs} in the Delta "
+                             f"history {root}: readers take the table by column name, one "
+                             "type each; cast it, or start the history over with "
+                             "full_refresh=True")
+
+
+def _delta_frame(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` in types Delta has (the types it had are kept in the commit's metadata, and
+    restored by :func:`read`): no null columns, no unsigned integers, no categories, timestamps
+    in microseconds."""
+    wider = {pl.UInt8: pl.Int16, pl.UInt16: pl.Int32, pl.UInt32: pl.Int64, pl.UInt64: pl.Int64}
+    columns = []
+    for name, dtype in frame.schema.items():
+        if dtype == pl.Null:
+            continue
+        if dtype in wider:
+            columns.append(pl.col(name).cast(wider[dtype]))
+        elif dtype == pl.Categorical or isinstance(dtype, pl.Enum):
+            columns.append(pl.col(name).cast(pl.String))
+        elif isinstance(dtype, pl.Datetime) and dtype.time_unit != "us":
+            columns.append(pl.col(name).dt.cast_time_unit("us"))
+        else:
+            columns.append(pl.col(name))
+    return frame.select(columns)
+
+
+def _replace_where(windows: pl.DataFrame) -> str:
+    """The predicate of the ``windows``' rows in the Delta table, as DataFusion (delta-rs)
+    reads it: built by sqlglot, which renders and quotes every literal. A timestamp is compared
+    as microseconds since 1970 cast to the column's Arrow type (the kernel compares no
+    timestamps of two units or zones)."""
+    from sqlglot import exp
+
+    dtype = windows.schema[START]
+    zone = getattr(dtype, "time_zone", None)
+    arrow = f'Timestamp(Microsecond, {"Some(" + json.dumps("UTC") + ")" if zone else "None"})'
+    parts = []
+    for (granularity,), group in windows.group_by(GRANULARITY, maintain_order=True):
+        if dtype == pl.Date:
+            starts = [exp.cast(exp.Literal.string(text), exp.DataType.build("DATE"))
+                      for text in group[START].dt.to_string("%Y-%m-%d")]
+        else:
+            starts = [exp.Anonymous(this="arrow_cast", expressions=[
+                exp.Literal.number(micros), exp.Literal.string(arrow)])
+                for micros in group[START].dt.cast_time_unit("us").to_physical()]
+        parts.append(exp.and_(
+            exp.column(GRANULARITY, quoted=True).eq(exp.Literal.string(str(granularity))),
+            exp.column(START, quoted=True).isin(*starts)))
+    return exp.or_(*parts).sql(dialect="postgres")
+
+
+def _read_delta(root: Path) -> pl.DataFrame:
+    """The rows of the Delta history at ``root`` (see :func:`read`)."""
+    if not root.is_dir():
+        raise InputError(f"no history at {root}: no such folder")
+    state = _delta_state(root)
+    state.check(root)
+    if state.table is None or state.meta is None:
+        return _no_rows(UTC_TIME)
+    schema = _delta_schema(state.meta, root)
+    scan = pl.scan_delta(state.table, version=state.table.version())
+    there = scan.collect_schema()
+    # each column of the type its run wrote it in (a window's zone, unsigned integers...), those
+    # the history adds last, as in a folder history's files
+    names = [*(n for n in schema if n not in ADDED), *(n for n in ADDED if n in schema)]
+    rows = scan.select(*(pl.col(n).cast(schema[n]) if n in there
+                         else pl.lit(None, dtype=schema[n]).alias(n) for n in names),
+                       *(n for n in there if n not in schema)).collect()
+    if not rows.height:
+        return _no_rows(schema[START])
+    return rows.sort(GRANULARITY, START, maintain_order=True)
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 # -- the lock --------------------------------------------------------------------------------
@@ -727,3 +1140,8 @@ def _holder(holder: dict[str, Any]) -> str:
 
 def _now() -> datetime:
     return datetime.now(timezone.utc)
+
+
+def _check_job(job: str) -> None:
+    if not isinstance(job, str) or not job.strip():
+        raise InputError(f"a history's job must be a non-empty name, got {job!r}")

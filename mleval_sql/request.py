@@ -115,9 +115,10 @@ _STATEMENT: tuple[Action, ...] = ("evaluate", "curve", "check")
 _DRIFT: tuple[Action, ...] = ("drift",)
 #: The requests that read predictions and truth as the metrics do (drift compares columns).
 _METRICS: tuple[Action, ...] = ("evaluate", "curve", "check", "compare", "slices")
-#: What drift compares and how (the names of mleval_sql.drift.STATISTICS).
-DRIFT_STATISTICS = ("ks", "wasserstein", "psi", "jensen_shannon", "total_variation",
-                    "l_infinity", "chi2")
+#: Drift's statistics, in the order a result lists them (where none are named: each kind's
+#: defaults in their order).
+DRIFT_STATISTICS = ("ks", "wasserstein", "chi2", "psi", "jensen_shannon", "total_variation",
+                    "l_infinity")
 #: Every option that is not a metric parameter (those are :data:`mleval_sql.params.PARAMS`,
 #: taken by ``evaluate`` and ``compare`` and, for the sweep and bins, ``curve``).
 OPTIONS: dict[str, Option] = {o.name: o for o in (
@@ -182,14 +183,14 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("reference", "what drift compares with: a path (each segment against the "
            "reference's rows of the same segment where it has the segment's columns, all of "
            "them where not), or COL=VALUE (the input's rows where it holds, against each other "
-           "value's rows, segment by segment and window by window)", _DRIFT, statement=False,
-           metavar="PATH|COL=VALUE"),
+           "value's rows, segment by segment and window by window); a statement's: a table",
+           _DRIFT, metavar="PATH|COL=VALUE"),
     Option("compared", "the columns drift compares: score (per label), decision (score >= "
            "threshold, per label), truth (per label), or a column with one value per sample "
            "(numeric, else categorical)", _DRIFT, arity="list", metavar="COL",
            default=("score",)),
-    Option("statistics", "ks, wasserstein (numeric columns), psi, jensen_shannon, "
-           "total_variation, l_infinity, chi2 (default: ks, wasserstein, psi for numeric "
+    Option("statistics", "ks, wasserstein (numeric columns), chi2, psi, jensen_shannon, "
+           "total_variation, l_infinity (default: ks, wasserstein, psi for numeric "
            "columns; chi2, psi, jensen_shannon for categorical ones)", _DRIFT, arity="list",
            choices=DRIFT_STATISTICS),
     Option("edges", "a numeric column's bin edges, increasing (bins (-inf, e1], (e1, e2], "
@@ -220,16 +221,16 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "statement: the database of the table it reads, which says the table's columns)",
            commands=()),
     Option("no_weight", "read no weight column: every row weighs 1 (as --column weight=)",
-           _STATEMENT, arity="switch", default=False, only_statement=True),
+           (*_STATEMENT, "drift"), arity="switch", default=False, only_statement=True),
     Option("single", "one statement even where the dialect's planner copies each CTE into "
            "its readers (Spark, Databricks): for a BI tool that takes one; Spark then plans "
            "it in minutes, or runs out of memory, beyond a metric or two (default there: a "
-           "script that writes the shared statistics as tables first)", _STATEMENT,
+           "script that writes the shared statistics as tables first)", (*_STATEMENT, "drift"),
            arity="switch", default=False, only_statement=True),
     Option("schema_from", "a parquet or CSV file with the table's columns (a sample of it): "
            "the statement then reads them as evaluate would (a weight column where the table "
            "has one, no label column where it has none, the truth's type; its rows give the "
-           "task where none is named)", _STATEMENT,
+           "task where none is named)", (*_STATEMENT, "drift"),
            metavar="FILE", only_statement=True),
 )}
 

@@ -45,7 +45,7 @@ def sql(metrics: str | Sequence[str] | None = None, *, task: Task | None = None,
         dialect: str | None = None, table: str = "predictions", by: str | Sequence[str] = (),
         columns: Mapping[str, str | None] | None = None, average: str | Sequence[str] | None = None,
         view: str | None = None, checks: bool = False, curve: str | None = None,
-        pretty: bool = True, **params: Any) -> str:
+        drift: bool = False, pretty: bool = True, **params: Any) -> str:
     """A self-contained statement computing ``metrics`` over ``table`` in ``dialect``.
 
     ``metrics``, ``task``, ``by``, ``columns``, ``average`` and the parameters (``threshold=``,
@@ -80,6 +80,12 @@ def sql(metrics: str | Sequence[str] | None = None, *, task: Task | None = None,
     ``over=``: the weakest slices instead (:func:`mleval_sql.slicing.statement`): SliceLine's
     search by one row-wise error (``metrics``, default ``error_rate``) with ``max_level``,
     ``min_support``, ``top`` and ``alpha`` as for ``me.slices``.
+
+    ``drift``: the drift of ``compared`` columns against ``reference`` (a table's name, or
+    ``{column: value}`` selecting the table's own reference rows) instead, the statistics of
+    ``me.drift`` (``statistics``, ``bins``, ``edges``, ``epsilon``, ``threshold``) and its
+    columns but the p-values (a special function's tail, which SQL has not: ``me.drift``
+    gives them).
     """
     if params.get("over"):
         if params.get("window") is not None:
@@ -90,6 +96,12 @@ def sql(metrics: str | Sequence[str] | None = None, *, task: Task | None = None,
                              "curve, view or average")
         return _slices_statement(metrics, dialect=dialect or "duckdb", table=table,
                                  pretty=pretty, task=task, by=by, columns=columns, **params)
+    if drift:
+        if checks or curve or metrics is not None or average is not None:
+            raise InputError("drift= asks for the drift statement, which takes no metrics, "
+                             "checks, curve or average")
+        return _drift_statement(dialect=dialect, table=table, view=view, pretty=pretty,
+                                task=task, by=by, columns=columns, **params)
     if checks and curve:
         raise InputError("checks and curve: a statement gives the checks or a curve, not both")
     action = "check" if checks else "curve" if curve else "evaluate"
@@ -147,6 +159,24 @@ def sql(metrics: str | Sequence[str] | None = None, *, task: Task | None = None,
         plan = request.plan(task)
         body = builder.metrics(source, cols, weight, plan)
         what = ", ".join(request.metric_names(task))
+    text, written = _rendered(body, dialect, request, view=view, pretty=pretty, what=what)
+    shown = ", ".join(f"{k} {_shown(v)}" for k, v in builder.shown.items())
+    header = (f"-- mleval_sql: {what} ({task or 'any task'}) from {table}"
+              f"{'; ' + shown if shown else ''}.\n")
+    header += f"-- {_weights_said(request, known, weight)}\n"
+    if request.window is not None:
+        header += f"-- {_window_said(request.window, known, dialect)}\n"
+    if request.unlabelled == "skip":
+        header += (f"-- Rows whose {cols.truth} is null (not known yet) are left out; evaluate "
+                   "also gives each row its segment's label_coverage.\n")
+    return header + _script_said(written, dialect) + text
+
+
+def _rendered(body: exp.Select, dialect: str, request: Request, *, view: str | None,
+              pretty: bool, what: str) -> tuple[str, list[str]]:
+    """``body`` as the text to paste: one statement, a script where ``dialect`` plans a CTE
+    anew wherever it is read (:func:`script`), or a ``CREATE VIEW view``; and the tables a
+    script writes."""
     scripted = dialects.dialect_entry(dialect).inlines_ctes and not request.single and not view
     if scripted:
         text, written = script(body, dialect, pretty=pretty, what=what)
@@ -159,25 +189,96 @@ def sql(metrics: str | Sequence[str] | None = None, *, task: Task | None = None,
         for part in name.parts:
             part.set("quoted", True)
         text = f"CREATE VIEW {name.sql(dialect)} AS\n{text}"
-    shown = ", ".join(f"{k} {_shown(v)}" for k, v in builder.shown.items())
-    header = (f"-- mleval_sql: {what} ({task or 'any task'}) from {table}"
-              f"{'; ' + shown if shown else ''}.\n")
-    header += f"-- {_weights_said(request, known, weight)}\n"
+    return text, written
+
+
+def _script_said(written: Sequence[str], dialect: str) -> str:
+    """The header's line on a script's tables (none for one statement)."""
+    if not written:
+        return ""
+    return (f"-- A script of {len(written) * 2 + 1} statements, to run in order (spark.sql "
+            "one at a time, a %sql cell, spark-sql -f); the last gives the rows. "
+            f"{dialect} plans a CTE anew wherever it is read, so the relations read "
+            f"more than once are written first as tables of the current database "
+            f"({', '.join(written)}; each replaced if it exists: drop them afterwards, "
+            "and where the catalog forgets tables when the session ends, delete their "
+            "folders too). single=True (--single): one statement instead, which "
+            f"{dialect} plans in minutes, or runs out of memory, beyond a metric or two.\n")
+
+
+def _drift_statement(*, dialect: str | None, table: str, view: str | None, pretty: bool,
+                     **given: Any) -> str:
+    """The drift statement of :func:`sql` (``drift=True``)."""
+    from mleval_sql.drift import compared_columns, rows_query, statistics_of
+
+    request = Request.statement("drift", **given)
+    known = _table_columns(request, table, dialect)
+    if dialect is None:
+        dialect = known.dialect if known is not None and known.dialect else "duckdb"
+    try:
+        sqlglot.Dialect.get_or_raise(dialect)
+    except ValueError as error:
+        raise InputError(str(error)) from error
+    cols = request.column_map
+
+    def quoted(name: str) -> exp.Table:
+        found = exp.to_table(name, dialect=dialect)
+        for part in found.parts:
+            part.set("quoted", True)
+        return found
+
+    def weight(seen: _Known | None) -> str | None:
+        if seen is None or "weight" in request.columns:
+            return request.columns.get("weight")
+        return cols.weight if cols.weight in seen.schema else None
+
+    def labelled(seen: _Known | None) -> bool:
+        return cols.label is not None and (seen is None or cols.label in seen.schema)
+
+    by = list(request.by)
+    source: exp.Expression = quoted(table)
+    window_columns: list[str] = []
+    if request.window is not None:  # the window's columns made from the table's rows first
+        kind = "naive" if known is None else request.window.kind(known.schema)
+        source = exp.Subquery(this=request.window.sql(source, kind, end=True),
+                              alias=exp.TableAlias(this=exp.to_identifier("windowed")))
+        window_columns = [*windows.COLUMNS, windows.END]
+    reference = request.reference
+    if isinstance(reference, Mapping):  # the table's own rows, window by window
+        selected = dict(reference)
+        segments = [*window_columns, *(c for c in selected if c not in by), *by]
+        shared, other, seen = [*window_columns, *by], source, known
+    elif isinstance(reference, str):
+        selected, segments = {}, [*window_columns, *by]
+        seen = _table_columns(request, reference, dialect) if known is not None else None
+        shared = [c for c in by if seen is None or c in seen.schema]
+        other = quoted(reference)
+    else:
+        raise InputError("reference: a statement compares with a table (its name) or the "
+                         "table's own rows ({column: value})")
+    compared = compared_columns(request, {"input": None if known is None else
+                                                known.schema, "reference": None if seen is None
+                                                else seen.schema})
+    statistics = statistics_of(request, compared)
+    ranks = {} if request.window is None else {windows.GRANULARITY: request.window.every}
+    builder = _Builder(dialect, segments, None, ranks)
+    rows = rows_query(request, compared, (source, other), by=segments, shared=shared,
+                            selected=selected, labelled=(labelled(known), labelled(seen)),
+                            weights=(weight(known), weight(seen)), keys=builder.keys)
+    body = builder.drift(rows, compared, statistics, request)
+    what = f"drift of {', '.join(c.name for c in compared)}"
+    text, written = _rendered(body, dialect, request, view=view, pretty=pretty, what=what)
+    against = (", ".join(f"{k} = {_shown(v)}" for k, v in selected.items()) if selected
+               else reference)
+    header = (f"-- mleval_sql: {what} from {table} against {against}; "
+              f"{', '.join(dict.fromkeys(s for c in compared for s in statistics[c.name]))}"
+              f"{'' if request.params['bins'] is None else '; bins ' + str(request.params['bins'])}"
+              f".\n-- The statistics of me.drift, without its p-values (me.drift gives them: "
+              f"they are the tails of distributions SQL has no function for).\n")
+    header += f"-- {_weights_said(request, known, weight(known))}\n"
     if request.window is not None:
         header += f"-- {_window_said(request.window, known, dialect)}\n"
-    if request.unlabelled == "skip":
-        header += (f"-- Rows whose {cols.truth} is null (not known yet) are left out; evaluate "
-                   "also gives each row its segment's label_coverage.\n")
-    if written:
-        header += (f"-- A script of {len(written) * 2 + 1} statements, to run in order (spark.sql "
-                   "one at a time, a %sql cell, spark-sql -f); the last gives the rows. "
-                   f"{dialect} plans a CTE anew wherever it is read, so the relations read "
-                   f"more than once are written first as tables of the current database "
-                   f"({', '.join(written)}; each replaced if it exists: drop them afterwards, "
-                   "and where the catalog forgets tables when the session ends, delete their "
-                   "folders too). single=True (--single): one statement instead, which "
-                   f"{dialect} plans in minutes, or runs out of memory, beyond a metric or two.\n")
-    return header + text
+    return header + _script_said(written, dialect) + text
 
 
 @dataclass(frozen=True)
@@ -697,6 +798,105 @@ class _Builder:
         out = exp.select(*self._segments_out(), *rest).from_(cte)
         order = [c for c in ("label", "threshold", "bin") if c in rest]
         return self._with(self._order(out, *order, descending=["threshold"], keyed=True))
+
+    def drift(self, rows: exp.Expression, compared: Sequence[Any],
+              statistics: Mapping[str, Sequence[str]], request: Request) -> exp.Select:
+        """The drift steps over ``rows`` (drift_rows, the segment spread over the keys), and
+        one row per segment, compared column, label and statistic, as ``me.drift`` lays them
+        out (its p-values aside)."""
+        from mleval_sql.drift import STATISTICS
+
+        keys = self.keys
+        params: dict[str, object] = {"bins": request.params["bins"] or 10,
+                                     "epsilon": request.epsilon}
+        self.ctes["drift_rows"] = rows
+        numeric = any(c.numeric for c in compared)
+        self._cte("drift_sizes", "drift_sizes", {"drift_rows": "drift_rows"}, keys, params)
+        bins = []
+        if numeric:
+            self._cte("drift_points", "drift_points", {"drift_rows": "drift_rows"}, keys, params)
+            self._cte("drift_ecdf", "drift_ecdf", {"drift_points": "drift_points"}, keys, params)
+            if request.edges is None:
+                self._cte("drift_edges", "drift_edges", {"drift_points": "drift_points"}, keys,
+                          params)
+            else:  # every numeric group's edges: the ones given
+                given: exp.Query = exp.select(exp.alias_(dialects.literal(request.edges[0]),
+                                                         "edge"))
+                for edge in request.edges[1:]:
+                    given = exp.union(given, exp.select(exp.alias_(dialects.literal(edge),
+                                                                   "edge")), distinct=False)
+                self.ctes["drift_edges"] = exp.select(
+                    *keys, "compared", "label", exp.column("edge", "e")).distinct().from_(
+                    "drift_points").join(exp.alias_(exp.paren(given), "e"), join_type="cross")
+            self._cte("drift_histogram", "drift_histogram", {
+                "drift_points": "drift_points", "drift_edges": "drift_edges"}, keys, params)
+            bins.append("drift_histogram")
+        if not all(c.numeric for c in compared):
+            self._cte("drift_categories", "drift_categories", {"drift_rows": "drift_rows"},
+                      keys, params)
+            bins.append("drift_categories")
+        union: exp.Query = exp.select("*").from_(bins[0])
+        for name in bins[1:]:
+            union = exp.union(union, exp.select("*").from_(name), distinct=False)
+        self.ctes["drift_bins"] = union
+        self._cte("drift_binned", "drift_binned", {"drift_bins": "drift_bins",
+                                                   "drift_sizes": "drift_sizes"}, keys, params)
+        group = [*keys, "compared", "label"]
+
+        def side(column: str, current: bool) -> exp.Expression:
+            flag = exp.column("current") if current else exp.not_(exp.column("current"))
+            return exp.Sum(this=exp.Case(ifs=[exp.If(this=flag, true=exp.column(column))]))
+
+        sizes = [*keys, "compared", "label"]
+        for name, current in (("reference", False), ("current", True)):
+            sizes += [
+                exp.alias_(exp.cast(exp.func("coalesce", side("rows", current),
+                                             exp.Literal.number(0)), "bigint"), f"{name}_rows"),
+                exp.alias_(exp.func("coalesce", side("weight", current),
+                                    exp.cast(exp.Literal.number(0), "double")),
+                           f"{name}_weight"),
+                exp.alias_(exp.Div(this=side("null_weight", current), expression=exp.func(
+                    "nullif", exp.Add(this=side("weight", current),
+                                      expression=side("null_weight", current)),
+                    exp.Literal.number(0))), f"{name}_null_share")]
+        self.ctes["drift_groups"] = exp.select(*sizes).from_("drift_sizes").group_by(*group)
+
+        def joined(alias: str) -> exp.Expression:
+            return exp.and_(*(exp.NullSafeEQ(this=exp.column(k, "g"),
+                                             expression=exp.column(k, alias)) for k in group))
+
+        parts = []
+        names = [c.name for c in compared]
+        order = list(request.statistics or STATISTICS)
+        for statistic in order:
+            which = [c for c in names if statistic in statistics[c]]
+            if not which:
+                continue
+            table = "e" if statistic in ("ks", "wasserstein") else "b"
+            select = exp.select(
+                *self._segments_out("g"), exp.column("compared", "g"), exp.column("label", "g"),
+                exp.alias_(exp.Literal.string(statistic), "statistic"),
+                exp.alias_(exp.column(statistic, table), "value"),
+                *(exp.column(f"{side}_{what}", "g") for what in ("rows", "weight")
+                  for side in ("reference", "current")),
+                *(exp.column(f"{side}_null_share", "g") for side in ("reference", "current")),
+                exp.alias_(exp.cast(exp.Null() if table == "e" else exp.column("bins", "b"),
+                                    "bigint"), "bins"),
+                exp.alias_(dialects.literal(request.epsilon) if statistic == "psi"
+                           else exp.cast(exp.Null(), "double"), "epsilon"),
+            ).from_("drift_groups AS g")
+            select = select.join(f"{'drift_ecdf' if table == 'e' else 'drift_binned'} AS {table}",
+                                 on=joined(table), join_type="left")
+            parts.append(select.where(exp.column("compared", "g").isin(
+                *(exp.Literal.string(c) for c in which))))
+        body: exp.Query = parts[0]
+        for part in parts[1:]:
+            body = exp.union(body, part, distinct=False)
+        out = exp.select("*").from_(exp.Subquery(this=body, alias=exp.TableAlias(
+            this=exp.to_identifier("drift_rows_out"))))
+        out = self._order(out, _rank(exp.column("compared"), names), "label",
+                          _rank(exp.column("statistic"), order))
+        return self._with(out)
 
     def _sweep(self, cte: str, keys: list[str]) -> exp.Select:
         def metric(name: str) -> exp.Expression:

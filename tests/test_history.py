@@ -23,9 +23,10 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from mleval_sql import history as store
 from mleval_sql.errors import InputError
 from mleval_sql.history import History, HistoryWarning, decode_start, encode_start, read
+
+store = sys.modules["mleval_sql.history"]  # the module (mleval_sql.history is me.history, read)
 
 ROOT = Path(__file__).resolve().parents[1]
 DAYS = [date(2024, 3, d) for d in range(1, 5)]
@@ -283,7 +284,8 @@ def test_a_run_killed_before_its_swap_leaves_the_old_version_and_is_cleaned(tmp_
     child = textwrap.dedent("""
         import os, signal, sys
         import polars as pl
-        from mleval_sql import history
+        import mleval_sql.history
+        history = sys.modules["mleval_sql.history"]  # the module, not me.history
 
         def kill(version):  # the new version's files are all written
             assert list(version.rglob("part-killed.parquet"))

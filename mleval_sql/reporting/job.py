@@ -172,7 +172,7 @@ class Job:
     labels: str | None = None  # [labels] path: outcomes joined to the predictions by sample
     min_label_coverage: float = 0.9  # a segment whose truth is known for less: never alerts
     window: Window | None = None  # [window]: every table per time window
-    history: Path | None = None  # [history] path: every window's rows kept there
+    history: Path | str | None = None  # [history] path (delta://...: a Delta table)
     file: Path | None = None
 
     @property
@@ -339,8 +339,12 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
     history = None
     if "history" in data:
         table = _Table(top.get("history", dict), "history")
-        place = Path(table.get("path", str, required=True))
-        history = place if place.is_absolute() else base / place
+        text = table.get("path", str, required=True)
+        scheme, named, rest = text.partition("://")
+        if named and scheme.lower() == "delta":  # a Delta table: the scheme says so
+            history = f"delta://{rest if Path(rest).is_absolute() else base / rest}"
+        else:
+            history = Path(text) if Path(text).is_absolute() else base / text
         table.done()
         if window is None:
             raise JobError("history: keeps the rows of each time window; the job names none "
