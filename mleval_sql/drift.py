@@ -272,20 +272,18 @@ def _run_polars(request: Request, sides: Sides, compared: list[Compared],
     from mleval_sql.engines import polars as plans
 
     rows = _rows_polars(request, sides, compared, weights)
-    edges = _given_edges_polars(request, rows)
-    points = plans.drift_points(rows)
-    numeric = any(c.numeric for c in compared)
     sizes = plans.drift_sizes(rows)
-    exact = plans.drift_ecdf(points) if numeric else None
-    bins = [plans.drift_histogram(points, edges if edges is not None else plans.drift_edges(
-        points, bins=_bins(request)))] if numeric else []
+    bins = []
+    if any(c.numeric for c in compared):
+        bins.append(plans.drift_histogram(plans.drift_points(rows), sizes,
+                                          bins=_bins(request)))
     if not all(c.numeric for c in compared):
         bins.append(plans.drift_categories(rows))
-    binned = plans.drift_binned(pl.concat(bins, how="diagonal_relaxed"), sizes,
-                                epsilon=_epsilon(request))
-    plans_ = [sizes, binned, *([exact] if exact is not None else [])]
-    done = pl.collect_all(plans_, engine="streaming")
-    return done[0], done[2] if exact is not None else None, done[1]
+    binned = pl.concat(bins, how="diagonal_relaxed")
+    sizes_, bins_ = pl.collect_all([sizes, binned], engine="streaming")
+    exact, stats = pl.collect_all([plans.drift_ecdf(bins_.lazy()), plans.drift_binned(
+        bins_.lazy(), sizes_.lazy(), epsilon=_epsilon(request))])
+    return sizes_, exact, stats
 
 
 def _rows_polars(request: Request, sides: Sides, compared: list[Compared],
@@ -315,20 +313,24 @@ def _rows_polars(request: Request, sides: Sides, compared: list[Compared],
                 per_sample = frame.group_by(*by, cols.sample).agg(
                     chosen.alias("_v"), w.min().alias("weight"))
                 value = pl.col("_v")
+                given = _given_bins_polars(request.edges if c.numeric else None,
+                                           value.cast(pl.Float64))
                 parts.append(per_sample.select(
                     *by, **tag, label=pl.lit(None, pl.String),
                     value=value.cast(pl.Float64) if c.numeric else pl.lit(None, pl.Float64),
                     category=pl.lit(None, pl.String) if c.numeric else value.cast(pl.String),
-                    weight="weight"))
+                    weight="weight", **given))
                 continue
             score = pl.col(c.column)
+            given = _given_bins_polars(request.edges if c.numeric else None,
+                                       score.cast(pl.Float64))
             category = {"decision": pl.when(score >= threshold).then(pl.lit("true"))
                         .when(score < threshold).then(pl.lit("false")),
                         "truth": score.cast(pl.String)}.get(c.kind, pl.lit(None, pl.String))
             parts.append(frame.select(
                 *by, **tag, label=label,
                 value=score.cast(pl.Float64) if c.numeric else pl.lit(None, pl.Float64),
-                category=category.cast(pl.String), weight=w))
+                category=category.cast(pl.String), weight=w, **given))
         return pl.concat(parts, how="vertical_relaxed")
 
     current, reference = side(sides.current, True), side(sides.reference, False)
@@ -340,16 +342,17 @@ def _rows_polars(request: Request, sides: Sides, compared: list[Compared],
     by = sides.by
     segment = (pl.col(by[0]) if len(by) == 1 else pl.struct(*by) if by else pl.lit(0))
     tagged = [segment.alias("segment"), "compared", "label", "current", "value", "category",
-              "weight"]
-    return pl.concat([current.select(tagged), reference.select(tagged)])
+              pl.col("bin").cast(pl.Int32), pl.col("given_bins").cast(pl.Int32), "weight"]
+    return pl.concat([current.select(tagged), reference.select(tagged)], how="diagonal_relaxed")
 
 
-def _given_edges_polars(request: Request, rows: pl.LazyFrame) -> pl.LazyFrame | None:
-    if request.edges is None:
-        return None
-    groups = rows.filter(pl.col("value").is_not_null()).select(*_KEYS).unique()
-    return groups.join(pl.LazyFrame({"edge": list(request.edges)}, schema={"edge": pl.Float64}),
-                       how="cross")
+def _given_bins_polars(edges: Sequence[float] | None, value: pl.Expr) -> dict[str, pl.Expr]:
+    """A value's bin of the ``edges`` given, (-inf, e1] = 0, (e1, e2] = 1, ..., and their
+    number of bins (none given: null, the reference's quantile bins)."""
+    if edges is None:
+        return {"bin": pl.lit(None, pl.Int32), "given_bins": pl.lit(None, pl.Int32)}
+    return {"bin": pl.sum_horizontal(*((value > e).cast(pl.Int32) for e in edges)),
+            "given_bins": pl.lit(len(edges) + 1, pl.Int32)}
 
 
 # -- DuckDB ----------------------------------------------------------------------------------
@@ -362,7 +365,7 @@ def _run_duckdb(request: Request, sides: Sides, compared: list[Compared],
 
     prefix = f"mleval_drift_{uuid.uuid4().hex[:8]}_"
     names = {r: prefix + r for r in ("current", "reference", "drift_rows", "drift_sizes",
-                                     "drift_points", "drift_edges", "drift_bins")}
+                                     "drift_points", "drift_bins")}
     created: list[tuple[str, str]] = []
 
     def step(name: str, **params: object) -> tuple[str, dict[str, object]]:
@@ -396,15 +399,8 @@ def _run_duckdb(request: Request, sides: Sides, compared: list[Compared],
             numeric = any(c.numeric for c in compared)
             bins = []
             if numeric:
-                create("TABLE", "drift_points", *step("drift_points"))
-                if request.edges is None:
-                    create("TABLE", "drift_edges", *step("drift_edges", bins=_bins(request)))
-                else:  # every numeric group's edges: the ones given
-                    points = queries.identifier(names["drift_points"])
-                    create("TABLE", "drift_edges", "SELECT DISTINCT segment, compared, label, "
-                           f"unnest($edges) AS edge FROM {points}",
-                           {"edges": [float(e) for e in request.edges]})
-                bins.append(step("drift_histogram"))
+                create("VIEW", "drift_points", *step("drift_points"))
+                bins.append(step("drift_histogram", bins=_bins(request)))
             if not all(c.numeric for c in compared):
                 bins.append(step("drift_categories"))
             create("TABLE", "drift_bins", " UNION ALL ".join(f"({sql})" for sql, _ in bins),
@@ -464,6 +460,7 @@ def rows_query(request: Request, compared: list[Compared], tables: tuple[exp.Exp
                     *(col(b) for b in mine), *tag, exp.cast(exp.Null(), "VARCHAR").as_("label"),
                     exp.cast(value, "DOUBLE").as_("value") if c.numeric else null_value,
                     null_category if c.numeric else exp.cast(value, "VARCHAR").as_("category"),
+                    *given(exp.cast(value, "DOUBLE"), c.numeric),
                     exp.Min(this=w).as_("weight"),
                 ).from_(table.copy()).group_by(*(col(b) for b in mine), col(cols.sample))
             else:
@@ -478,10 +475,25 @@ def rows_query(request: Request, compared: list[Compared], tables: tuple[exp.Exp
                     *(col(b) for b in mine), *tag, label.copy().as_("label"),
                     exp.cast(score, "DOUBLE").as_("value") if c.numeric else null_value,
                     null_category if category is None else category.as_("category"),
+                    *given(exp.cast(score, "DOUBLE"), c.numeric),
                     w.copy().as_("weight"),
                 ).from_(table.copy())
             selects.append(select.where(where.copy()) if where is not None else select)
         return selects
+
+    def given(value: exp.Expression, numeric: bool) -> list[exp.Expression]:
+        """A numeric value's bin of the edges given, (-inf, e1] = 0, (e1, e2] = 1, ..., and
+        their number of bins (none given: NULL, the reference's quantile bins)."""
+        if not numeric or request.edges is None:
+            return [exp.cast(exp.Null(), "INT").as_("bin"),
+                    exp.cast(exp.Null(), "INT").as_("given_bins")]
+        above: exp.Expression = exp.Literal.number(0)
+        for edge in request.edges:
+            above = exp.Add(this=above, expression=exp.Case().when(
+                exp.GT(this=value.copy(), expression=exp.Literal.number(edge)),
+                exp.Literal.number(1)).else_(exp.Literal.number(0)))
+        return [exp.cast(above, "INT").as_("bin"),
+                exp.cast(exp.Literal.number(len(request.edges) + 1), "INT").as_("given_bins")]
 
     def union(selects: list[exp.Select], alias: str) -> exp.Select:
         out: exp.Query = selects[0]
@@ -499,7 +511,7 @@ def rows_query(request: Request, compared: list[Compared], tables: tuple[exp.Exp
         reference = exp.select(
             *(exp.column(b, "k", quoted=True) for b in by),
             *(exp.column(c, "r") for c in ("compared", "label", "current", "value",
-                                           "category", "weight")),
+                                           "category", "bin", "given_bins", "weight")),
         ).from_(exp.alias_(exp.paren(reference), "r")).join(
             exp.alias_(exp.paren(values), "k"), on=on, join_type="inner" if on else "cross")
     if keys is not None:
@@ -512,7 +524,8 @@ def rows_query(request: Request, compared: list[Compared], tables: tuple[exp.Exp
             else exp.Literal.number(0))
         segment = [packed.as_("segment")]
     tagged = [exp.select(*(e.copy() for e in segment), "compared", "label", "current", "value",
-                         "category", "weight").from_(exp.alias_(exp.paren(s), "t"))
+                         "category", "bin", "given_bins", "weight").from_(
+                             exp.alias_(exp.paren(s), "t"))
               for s in (current, reference)]
     return exp.union(tagged[0], tagged[1], distinct=False)
 

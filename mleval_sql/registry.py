@@ -84,14 +84,13 @@ STEPS: dict[str, Step] = {s.name: s for s in (
     Step("clustering_metrics", ("contingency",), None, ("beta", "average_method", "adjusted")),
     Step("contingency_cells", ("contingency",)),
     # drift: the rows of both sides tagged (drift_rows); the numeric values merged by value and
-    # read in order (the exact statistics, the reference's quantile edges, the bins), or the
-    # categories counted; the binned statistics from each side's weight per bin
+    # read once in order (the bins, with the exact statistics' parts in each), or the
+    # categories counted; the statistics from the bins
     Step("drift_sizes", ("drift_rows",), "drift_sizes"),
     Step("drift_points", ("drift_rows",), "drift_points"),
-    Step("drift_ecdf", ("drift_points",)),
-    Step("drift_edges", ("drift_points",), "drift_edges", ("bins",)),
-    Step("drift_histogram", ("drift_points", "drift_edges"), "drift_bins"),
+    Step("drift_histogram", ("drift_points", "drift_sizes"), "drift_bins", ("bins",)),
     Step("drift_categories", ("drift_rows",), "drift_bins"),
+    Step("drift_ecdf", ("drift_bins",)),
     Step("drift_binned", ("drift_bins", "drift_sizes"), None, ("epsilon",)),
     # the rows of every averaged final step, read as label_values: the grid and the averages
     Step("label_averages", ("label_values",)),

@@ -810,26 +810,12 @@ class _Builder:
         params: dict[str, object] = {"bins": request.params["bins"] or 10,
                                      "epsilon": request.epsilon}
         self.ctes["drift_rows"] = rows
-        numeric = any(c.numeric for c in compared)
         self._cte("drift_sizes", "drift_sizes", {"drift_rows": "drift_rows"}, keys, params)
         bins = []
-        if numeric:
+        if any(c.numeric for c in compared):
             self._cte("drift_points", "drift_points", {"drift_rows": "drift_rows"}, keys, params)
-            self._cte("drift_ecdf", "drift_ecdf", {"drift_points": "drift_points"}, keys, params)
-            if request.edges is None:
-                self._cte("drift_edges", "drift_edges", {"drift_points": "drift_points"}, keys,
-                          params)
-            else:  # every numeric group's edges: the ones given
-                given: exp.Query = exp.select(exp.alias_(dialects.literal(request.edges[0]),
-                                                         "edge"))
-                for edge in request.edges[1:]:
-                    given = exp.union(given, exp.select(exp.alias_(dialects.literal(edge),
-                                                                   "edge")), distinct=False)
-                self.ctes["drift_edges"] = exp.select(
-                    *keys, "compared", "label", exp.column("edge", "e")).distinct().from_(
-                    "drift_points").join(exp.alias_(exp.paren(given), "e"), join_type="cross")
             self._cte("drift_histogram", "drift_histogram", {
-                "drift_points": "drift_points", "drift_edges": "drift_edges"}, keys, params)
+                "drift_points": "drift_points", "drift_sizes": "drift_sizes"}, keys, params)
             bins.append("drift_histogram")
         if not all(c.numeric for c in compared):
             self._cte("drift_categories", "drift_categories", {"drift_rows": "drift_rows"},
@@ -839,6 +825,7 @@ class _Builder:
         for name in bins[1:]:
             union = exp.union(union, exp.select("*").from_(name), distinct=False)
         self.ctes["drift_bins"] = union
+        self._cte("drift_ecdf", "drift_ecdf", {"drift_bins": "drift_bins"}, keys, params)
         self._cte("drift_binned", "drift_binned", {"drift_bins": "drift_bins",
                                                    "drift_sizes": "drift_sizes"}, keys, params)
         group = [*keys, "compared", "label"]

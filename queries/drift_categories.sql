@@ -1,10 +1,12 @@
 -- drift_categories: each side's weight and rows at each value of each categorical compared
 -- column, segment and label: a bin per value seen on either side (one the reference never
 -- shows is a bin of its own).
--- Reads:  drift_rows(segment, compared, label, current, value, category, weight)
+-- Reads:  drift_rows(segment, compared, label, current, value, category, bin, given_bins,
+--                    weight)
 -- Gives:  drift_bins(segment, compared, label, bins, reference_weight, current_weight,
---                    reference_rows, current_rows)
---   bins  the number of values of the column, segment and label
+--                    reference_rows, current_rows, ks, wasserstein)
+--   bins  the number of values of the column, segment and label; ks, wasserstein: NULL (the
+--         exact statistics are a numeric column's)
 WITH counted AS (
     SELECT
         segment,
@@ -26,5 +28,7 @@ SELECT
     reference_weight,
     current_weight,
     reference_rows,
-    current_rows
+    current_rows,
+    CAST(NULL AS DOUBLE) AS ks,
+    CAST(NULL AS DOUBLE) AS wasserstein
 FROM counted

@@ -1,6 +1,7 @@
 -- drift_sizes: each side's rows and weight per compared column, segment and label (drift), and
 -- what the statistics leave out: null values (their weight) and values that are not finite.
--- Reads:  drift_rows(segment, compared, label, current, value, category, weight)
+-- Reads:  drift_rows(segment, compared, label, current, value, category, bin, given_bins,
+--                    weight)
 -- Gives:  drift_sizes(segment, compared, label, current, rows, weight, weight_squares,
 --                     null_weight, nonfinite)
 --   rows, weight    the rows whose value (numeric) or category is known, their weight sum

@@ -15,8 +15,8 @@ import polars as pl
 
 from mleval_sql.engines.polars._common import weight
 
-__all__ = ["drift_binned", "drift_categories", "drift_ecdf", "drift_edges", "drift_histogram",
-           "drift_points", "drift_sizes"]
+__all__ = ["drift_binned", "drift_categories", "drift_ecdf", "drift_histogram", "drift_points",
+           "drift_sizes"]
 
 _KEYS = ("segment", "compared", "label")
 _LARGEST = 1.7976931348623157e308
@@ -46,72 +46,68 @@ def drift_sizes(drift_rows: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def drift_points(drift_rows: pl.LazyFrame) -> pl.LazyFrame:
-    """Each side's weight and rows at each distinct numeric value."""
+    """Each side's weight and rows at each distinct numeric value (and its given bin)."""
     return drift_rows.filter(value.is_not_null()).group_by(*_KEYS, "value").agg(
-        **_sides(pl.lit(True)))
+        pl.col("bin").max(), pl.col("given_bins").max(), **_sides(pl.lit(True)))
 
 
-def _ordered(drift_points: pl.LazyFrame) -> pl.LazyFrame:
-    return drift_points.sort(*_KEYS, "value", nulls_last=True)
+def drift_histogram(drift_points: pl.LazyFrame, drift_sizes: pl.LazyFrame, *,
+                    bins: int) -> pl.LazyFrame:
+    """Each side's weight and rows per bin, with ks and wasserstein's parts in each, from one
+    pass down the values in order: the given bins, or the reference's quantile bins (a
+    value's bin is the number of quantile levels reached below it)."""
+    totals = drift_sizes.group_by(*_KEYS).agg(
+        reference_total=pl.col("weight").filter(~current).sum(),
+        current_total=pl.col("weight").filter(current).sum())
 
+    def share(through: str, total: str) -> pl.Expr:
+        return pl.col(through) / pl.when(pl.col(total) != 0).then(pl.col(total))
 
-def drift_ecdf(drift_points: pl.LazyFrame) -> pl.LazyFrame:
-    """ks and wasserstein per (segment, compared, label), from the values in order."""
-    def cdf(side: str) -> pl.Expr:
-        total = pl.col(side).sum().over(_KEYS)
-        return pl.col(side).cum_sum().over(_KEYS) / pl.when(total != 0).then(total)
+    def level(weight: pl.Expr) -> pl.Expr:
+        return pl.min_horizontal((weight * bins / pl.when(pl.col("reference_total") != 0)
+                                  .then(pl.col("reference_total"))).floor(),
+                                 pl.lit(bins - 1.0))
 
-    gap = (pl.col("reference_cdf") - pl.col("current_cdf")).abs()
-    both = (pl.col("reference_cdf").count() > 0) & (pl.col("current_cdf").count() > 0)
-    return _ordered(drift_points).with_columns(
-        reference_cdf=cdf("reference_weight"),
-        current_cdf=cdf("current_weight"),
+    placed = drift_points.join(totals, on=_KEYS, nulls_equal=True).sort(
+        *_KEYS, "value", nulls_last=True).with_columns(
+        reference_through=pl.col("reference_weight").cum_sum().over(_KEYS),
+        current_through=pl.col("current_weight").cum_sum().over(_KEYS),
         width=value.shift(-1).over(_KEYS) - value,
-    ).group_by(*_KEYS).agg(
-        ks=gap.max(),
-        wasserstein=pl.when(both).then((gap * pl.col("width")).sum()),
+    ).with_columns(
+        reference_cdf=share("reference_through", "reference_total"),
+        current_cdf=share("current_through", "current_total"),
+        level_below=level(pl.col("reference_through") - pl.col("reference_weight")),
+        level_through=level(pl.col("reference_through")),
     )
-
-
-def drift_edges(drift_points: pl.LazyFrame, *, bins: int) -> pl.LazyFrame:
-    """The reference's quantile edges: for i = 1 .. bins - 1 the smallest reference value x
-    with F_r(x) >= i / bins, each once."""
-    through = pl.col("reference_weight").cum_sum().over(_KEYS)
-    total = pl.col("reference_weight").sum().over(_KEYS)
-    stepped = _ordered(drift_points.filter(pl.col("reference_weight") > 0)).with_columns(
-        through=through, total=total).with_columns(
-        before=pl.col("through").shift(1, fill_value=0.0).over(_KEYS),
-        quantile=pl.min_horizontal((pl.col("through") * bins / pl.col("total")).floor(),
-                                   pl.lit(bins - 1.0)))
-    return stepped.filter(
-        (pl.col("quantile") >= 1)
-        & (pl.col("quantile") * pl.col("total") > pl.col("before") * bins)
-    ).select(*_KEYS, edge=value)
-
-
-def drift_histogram(drift_points: pl.LazyFrame, drift_edges: pl.LazyFrame) -> pl.LazyFrame:
-    """Each side's weight and rows per bin (-inf, e1], (e1, e2], ..., (ek, +inf); ``bins``
-    is the number of edges + 1."""
+    gap = (pl.col("reference_cdf") - pl.col("current_cdf")).abs()
+    edge = pl.col("level_through") > pl.col("level_below").fill_null(0.0)
     sides = ["reference_weight", "current_weight", "reference_rows", "current_rows"]
-    edges = drift_edges.select(*_KEYS, value=pl.col("edge"), is_edge=pl.lit(1, pl.Int32),
-                               **{c: pl.lit(0, pl.Float64 if c.endswith("weight") else pl.Int64)
-                                  for c in sides})
-    marked = pl.concat([
-        drift_points.select(*_KEYS, "value", *sides, is_edge=pl.lit(0, pl.Int32)),
-        edges.select(*_KEYS, "value", *sides, "is_edge"),
-    ])
-    placed = marked.sort(*_KEYS, "value", "is_edge", nulls_last=True).with_columns(
-        bin=pl.col("is_edge").cum_sum().over(_KEYS),
-        bins=pl.col("is_edge").sum().over(_KEYS) + 1)
-    return placed.filter(pl.col("is_edge") == 0).group_by(*_KEYS, "bin").agg(
-        pl.col("bins").max().cast(pl.Int64), *(pl.col(c).sum() for c in sides)).drop("bin")
+    return placed.group_by(*_KEYS, pl.coalesce(pl.col("bin").cast(pl.Float64),
+                                               pl.col("level_below")).alias("_bin")).agg(
+        pl.col("given_bins").max(),
+        edge.sum().alias("_edges"),
+        *(pl.col(c).sum() for c in sides),
+        ks=gap.max(),
+        wasserstein=pl.when(gap.count() > 0).then((gap * pl.col("width").fill_null(0.0)).sum()),
+    ).with_columns(
+        bins=pl.coalesce(pl.col("given_bins").max().over(_KEYS),
+                         pl.col("_edges").sum().over(_KEYS) + 1).cast(pl.Int64),
+    ).drop("_bin", "_edges", "given_bins")
+
+
+def drift_ecdf(drift_bins: pl.LazyFrame) -> pl.LazyFrame:
+    """ks and wasserstein per (segment, compared, label), from their parts in the bins."""
+    return drift_bins.group_by(*_KEYS).agg(
+        ks=pl.col("ks").max(),
+        wasserstein=pl.when(pl.col("ks").count() > 0).then(pl.col("wasserstein").sum()))
 
 
 def drift_categories(drift_rows: pl.LazyFrame) -> pl.LazyFrame:
     """Each side's weight and rows per value of a categorical column; ``bins``: its values."""
     return drift_rows.filter(pl.col("category").is_not_null()).group_by(
         *_KEYS, "category").agg(**_sides(pl.lit(True))).with_columns(
-        bins=pl.len().over(_KEYS).cast(pl.Int64)).drop("category")
+        bins=pl.len().over(_KEYS).cast(pl.Int64), ks=pl.lit(None, pl.Float64),
+        wasserstein=pl.lit(None, pl.Float64)).drop("category")
 
 
 def drift_binned(drift_bins: pl.LazyFrame, drift_sizes: pl.LazyFrame, *,
