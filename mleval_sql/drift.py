@@ -136,9 +136,10 @@ def drifted(request: Request, source: Any) -> pl.DataFrame:
     derivation = derived(request, source)
     if derivation is not None:
         return derivation.finished(drifted(derivation.request, derivation.source))
-    name = request.engine or choose_engine(
+    # a memory budget: DuckDB's, whose sorts spill (polars sorts each side's values whole)
+    name = request.engine or ("duckdb" if request.memory_limit else choose_engine(
         source, connection=request.connection, memory_limit=request.memory_limit,
-        threads=request.threads, reproducible=request.reproducible)[0]
+        threads=request.threads, reproducible=request.reproducible)[0])
     if ENGINES[name].reader is not None or name not in local_engines():
         raise InputError(f"drift runs on the engines that read files and frames "
                          f"({', '.join(e for e in local_engines() if e != 'spark')}), not on "
@@ -171,7 +172,8 @@ def _sides(request: Request, source: Any) -> Sides:
         segments = [c for c in selected if c not in by]
         windowed = [c for c in by if c in windows.COLUMNS]  # the windows first, as ever
         rest = [c for c in by if c not in windowed]
-        return Sides(current, current, [*windowed, *segments, *rest], by, selected)
+        return Sides(current, current, [*windowed, *segments, *rest],
+                     [c for c in by if c not in selected], selected)
     reference = as_source(request.reference, **options)
     shared = [c for c in by if c in reference.schema()]
     return Sides(current, reference, by, shared, {})
@@ -270,6 +272,7 @@ def _run_polars(request: Request, sides: Sides, compared: list[Compared],
                 weights: dict[str, str | None], statistics: dict[str, tuple[str, ...]]
                 ) -> tuple[pl.DataFrame, pl.DataFrame | None, pl.DataFrame]:
     from mleval_sql.engines import polars as plans
+    from mleval_sql.engines.polars.engine import as_text
 
     rows = _rows_polars(request, sides, compared, weights)
     sizes = plans.drift_sizes(rows)
@@ -280,7 +283,7 @@ def _run_polars(request: Request, sides: Sides, compared: list[Compared],
     if not all(c.numeric for c in compared):
         bins.append(plans.drift_categories(rows))
     binned = pl.concat(bins, how="diagonal_relaxed")
-    sizes_, bins_ = pl.collect_all([sizes, binned], engine="streaming")
+    sizes_, bins_ = (as_text(f) for f in pl.collect_all([sizes, binned], engine="streaming"))
     exact, stats = pl.collect_all([plans.drift_ecdf(bins_.lazy()), plans.drift_binned(
         bins_.lazy(), sizes_.lazy(), epsilon=_epsilon(request))])
     return sizes_, exact, stats
@@ -301,11 +304,13 @@ def _rows_polars(request: Request, sides: Sides, compared: list[Compared],
         by = sides.by if current else sides.shared
         weight = weights["current" if current else "reference"]
         w = pl.col(weight).cast(pl.Float64) if weight else pl.lit(1.0)
-        label = (pl.col(cols.label).cast(pl.String) if cols.label in schema
-                 else pl.lit(cols.single_label))
+        # text keys as Categorical: the plans group and sort by them, and a Categorical hashes
+        # its code, not its text (results give text back)
+        label = (pl.col(cols.label).cast(pl.String).cast(pl.Categorical)
+                 if cols.label in schema else pl.lit(cols.single_label, pl.Categorical))
         parts = []
         for c in compared:
-            tag = {"compared": pl.lit(c.name), "current": pl.lit(current)}
+            tag = {"compared": pl.lit(c.name, pl.Categorical), "current": pl.lit(current)}
             if c.per_sample:
                 chosen = pl.col(c.column).min() if c.kind == "feature" else pl.col(
                     cols.label).sort_by([pl.col(c.column), pl.col(cols.label)],
@@ -316,7 +321,7 @@ def _rows_polars(request: Request, sides: Sides, compared: list[Compared],
                 given = _given_bins_polars(request.edges if c.numeric else None,
                                            value.cast(pl.Float64))
                 parts.append(per_sample.select(
-                    *by, **tag, label=pl.lit(None, pl.String),
+                    *by, **tag, label=pl.lit(None, pl.Categorical),
                     value=value.cast(pl.Float64) if c.numeric else pl.lit(None, pl.Float64),
                     category=pl.lit(None, pl.String) if c.numeric else value.cast(pl.String),
                     weight="weight", **given))
@@ -339,8 +344,9 @@ def _rows_polars(request: Request, sides: Sides, compared: list[Compared],
         keys = current.select(*sides.by).unique()
         reference = (reference.join(keys, on=sides.shared, nulls_equal=True) if sides.shared
                      else reference.join(keys, how="cross"))
-    by = sides.by
-    segment = (pl.col(by[0]) if len(by) == 1 else pl.struct(*by) if by else pl.lit(0))
+    by, schema = sides.by, current.collect_schema()
+    keys = [pl.col(b).cast(pl.Categorical) if schema[b] == pl.String else pl.col(b) for b in by]
+    segment = (keys[0] if len(keys) == 1 else pl.struct(*keys) if keys else pl.lit(0))
     tagged = [segment.alias("segment"), "compared", "label", "current", "value", "category",
               pl.col("bin").cast(pl.Int32), pl.col("given_bins").cast(pl.Int32), "weight"]
     return pl.concat([current.select(tagged), reference.select(tagged)], how="diagonal_relaxed")
@@ -399,7 +405,7 @@ def _run_duckdb(request: Request, sides: Sides, compared: list[Compared],
             numeric = any(c.numeric for c in compared)
             bins = []
             if numeric:
-                create("VIEW", "drift_points", *step("drift_points"))
+                create("TABLE", "drift_points", *step("drift_points"))
                 bins.append(step("drift_histogram", bins=_bins(request)))
             if not all(c.numeric for c in compared):
                 bins.append(step("drift_categories"))

@@ -247,7 +247,8 @@ def _drift_statement(*, dialect: str | None, table: str, view: str | None, prett
     if isinstance(reference, Mapping):  # the table's own rows, window by window
         selected = dict(reference)
         segments = [*window_columns, *(c for c in selected if c not in by), *by]
-        shared, other, seen = [*window_columns, *by], source, known
+        shared = [*window_columns, *(c for c in by if c not in selected)]
+        other, seen = source, known
     elif isinstance(reference, str):
         selected, segments = {}, [*window_columns, *by]
         seen = _table_columns(request, reference, dialect) if known is not None else None

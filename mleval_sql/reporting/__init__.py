@@ -8,7 +8,8 @@ same inputs give the same files, but for the run times in ``report.html`` and ``
 Files in DIR: ``metrics.parquet`` / ``.csv`` (tidy, with the baseline and the delta),
 ``wide.parquet`` / ``.csv`` (one row per model x segment, one column per metric),
 ``curve_<kinds>.parquet`` (``curve_roc_pr``: one table of points draws both, at most
-``max_points`` a curve), ``slices.parquet`` / ``.csv`` ([slices]), ``alerts.csv``,
+``max_points`` a curve), ``slices.parquet`` / ``.csv`` ([slices]), ``drift.parquet`` /
+``.csv`` ([drift]), ``alerts.csv``,
 ``summary.json`` and ``report.html``. With a [window], the tables are of the latest window,
 and ``windows.parquet`` holds every window's metric rows with their segment's samples and
 weight (the trends' rows).
@@ -92,6 +93,8 @@ def report(job: str | os.PathLike[str] | Mapping[str, Any] | Job,
            for stem, table in sorted(result.curve_files().items())},
         **({"slices.parquet": result.slices.write_parquet,
             "slices.csv": result.slices.write_csv} if result.slices is not None else {}),
+        **({"drift.parquet": result.drift.write_parquet,
+            "drift.csv": result.drift.write_csv} if result.drift is not None else {}),
         **({"windows.parquet": result.trend.write_parquet} if result.trend is not None
            else {}),
     }
@@ -114,7 +117,8 @@ def report(job: str | os.PathLike[str] | Mapping[str, Any] | Job,
 #: The names of the files a report writes: in its folder, one of these that a run did not
 #: write is an earlier run's (a curve kind or [slices] since dropped) and is removed.
 OWN_FILES = ("metrics.parquet", "metrics.csv", "wide.parquet", "wide.csv", "alerts.csv",
-             "curve_*.parquet", "slices.parquet", "slices.csv", "windows.parquet")
+             "curve_*.parquet", "slices.parquet", "slices.csv", "drift.parquet", "drift.csv",
+             "windows.parquet")
 
 
 def _drop_stale(output: Path, written: list[Path]) -> None:
@@ -174,6 +178,9 @@ def _summary(result: Any, versions: Mapping[str, str],
         "slices": None if job.slices is None else {
             "metric": job.slices.metric, "over": list(job.slices.over),
             **job.slices.options, "found": result.slices.height},
+        "drift": None if job.drift is None or result.drift is None else {
+            **{k: v for k, v in job.drift.options.items()}, "statistic": job.drift.statistic,
+            "rows": result.drift.height},
         "models": sorted(result.sizes["model"].unique().to_list()),
         "segments": result.sizes.height,
         "segments_too_small": int((~result.sizes["judged"]).sum()),

@@ -373,6 +373,37 @@ def confusion_heatmaps(matrices: dict[str, pl.DataFrame], labels: Sequence[str],
     return render(figure, salt)
 
 
+def drift_heatmap(rows: Sequence[str], columns: Sequence[str],
+                  values: Mapping[tuple[str, str], float | None], statistic: str,
+                  salt: str) -> str:
+    """A heat map of one drift statistic: a row per compared column (and label), a column per
+    model and segment, the value written in each cell (an empty cell: undefined)."""
+    import numpy as np
+
+    grid = np.full((len(rows), len(columns)), np.nan)
+    for (row, column), value in values.items():
+        if value is not None:
+            grid[rows.index(row), columns.index(column)] = value
+    width = max(3.2, 0.55 * len(columns) + 2.2)
+    height = max(1.6, 0.3 * len(rows) + 1.2)
+    figure = require_matplotlib()(figsize=(width, height), layout="constrained")
+    ax = figure.subplots()
+    top = np.nanmax(grid) if np.isfinite(grid).any() else 1.0
+    ax.imshow(np.ma.masked_invalid(grid), cmap="Oranges", vmin=0, vmax=top or 1.0,
+              aspect="auto")
+    for i in range(len(rows)):
+        for j in range(len(columns)):
+            if np.isfinite(grid[i, j]):
+                ax.text(j, i, f"{grid[i, j]:.3g}", ha="center", va="center", fontsize=6,
+                        color="white" if grid[i, j] > 0.6 * top else "black")
+    ax.set_xticks(range(len(columns)), [_short(c, 18) for c in columns], fontsize=7,
+                  rotation=45 if len(columns) > 4 else 0, ha="right" if len(columns) > 4
+                  else "center")
+    ax.set_yticks(range(len(rows)), list(rows), fontsize=7)
+    ax.set_title(statistic, fontsize=9)
+    return render(figure, salt)
+
+
 def _count(value: float) -> str:
     return f"{value:.0f}" if math.isclose(value, round(value)) else f"{value:.1f}"
 

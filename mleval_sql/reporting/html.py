@@ -34,6 +34,7 @@ from mleval_sql.reporting.run import (
     wide_table,
 )
 from mleval_sql.slicing import ROW_ERRORS
+from mleval_sql.windows import GRANULARITY
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -182,6 +183,7 @@ def context(result: Result, versions: Mapping[str, str]) -> dict[str, Any]:
         "versions": sorted(versions.items()),
         "too_small": int((~result.sizes["judged"]).sum()),
         "slices": _slices(result),
+        "drift": _drift(result),
     }
     return page
 
@@ -501,6 +503,39 @@ def _slices(result: Result) -> dict[str, Any] | None:
             "options": ", ".join(f"{k}={v}" for k, v in spec.options.items()
                                  if k in applied) or "defaults",
             "svg": charts.slice_dots(rows, spec.metric, "slices") if rows else None}
+
+
+#: The drift rows the page lists: the most drifted, by the statistic shown.
+DRIFT_ROWS = 20
+
+
+def _drift(result: Result) -> dict[str, Any] | None:
+    """The [drift] section: a heat map of the statistic shown (a row per compared column and
+    label, a column per model and segment) and the most drifted rows, of the latest window."""
+    spec, rows = result.job.drift, result.drift
+    if spec is None or rows is None:
+        return None
+    window = result.job.window
+    if window is not None and GRANULARITY in rows.columns:
+        rows = over_time.at(rows, over_time.latest_window(rows, window.every))
+    shown = rows.filter(pl.col("statistic") == spec.statistic).with_columns(
+        row=pl.when(pl.col("label").is_null()).then(pl.col("compared"))
+        .otherwise(pl.concat_str("compared", pl.lit(" · "), "label")),
+        column=pl.concat_str(MODEL, pl.lit(" · "), SEGMENT))
+    values = {(r["row"], r["column"]): r["value"] for r in shown.iter_rows(named=True)}
+    worst = shown.filter(pl.col("value").is_not_null()).sort(
+        "value", descending=True, maintain_order=True).head(DRIFT_ROWS)
+    reference = spec.options["reference"]
+    return {"statistic": spec.statistic, "tested": spec.statistic in ("ks", "chi2"),
+            "reference": ", ".join(f"{k} = {v}" for k, v in reference.items())
+            if isinstance(reference, Mapping) else str(reference),
+            "compared": ", ".join(dict.fromkeys(rows["compared"].to_list())),
+            "statistics": ", ".join(dict.fromkeys(rows["statistic"].to_list())),
+            "rows": worst.to_dicts(),
+            "svg": charts.drift_heatmap(
+                list(dict.fromkeys(shown["row"].to_list())),
+                list(dict.fromkeys(shown["column"].to_list())), values, spec.statistic,
+                "drift") if values else None}
 
 
 def _tests(tests: int, fdr: float) -> str:

@@ -143,6 +143,16 @@ class Slices:
 
 
 @dataclass(frozen=True)
+class Drift:
+    """Drift against a reference ([drift]): ``me.drift`` of each source by its model column
+    and each segmentation, with ``options`` (reference, compared, statistics, bins, edges,
+    epsilon, threshold); the page shows ``statistic``."""
+
+    options: Mapping[str, Any]
+    statistic: str
+
+
+@dataclass(frozen=True)
 class Job:
     """A reporting job (see ``examples/report.toml`` for every key)."""
 
@@ -168,6 +178,7 @@ class Job:
     min_weight: float = 0.0
     fdr: float = 0.05  # the false discovery rate of the significant rules' tests
     slices: Slices | None = None
+    drift: Drift | None = None
     unlabelled: str = "error"  # "skip": rows of unknown truth left out, label_coverage said
     labels: str | None = None  # [labels] path: outcomes joined to the predictions by sample
     min_label_coverage: float = 0.9  # a segment whose truth is known for less: never alerts
@@ -390,13 +401,14 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
              for i, r in enumerate(alerts.get("rules", list, default=[]))]
     alerts.done()
     slices = _slices(top.get("slices", dict), options) if "slices" in data else None
+    drift = _drift(top.get("drift", dict), base, options) if "drift" in data else None
     job = Job(sources=sources, metrics=metrics, segmentations=segmentations,
               title=top.get("title", str, default="Evaluation report"), task=checked.task,
               engine=engine, memory_limit=checked.memory_limit, threads=given["threads"],
               average=list(dict.fromkeys(average)), options=options, curves=kinds,
               max_points=max_points, sweep_bins=sweep_bins, rank_by=rank_by, top=top_n,
               max_labels=max_labels, baseline=baseline, rules=rules, min_samples=min_samples,
-              min_weight=min_weight, fdr=fdr, slices=slices, window=window,
+              min_weight=min_weight, fdr=fdr, slices=slices, drift=drift, window=window,
               unlabelled=given["unlabelled"], labels=outcomes, min_label_coverage=min_coverage,
               history=history, file=file)
     top.done()
@@ -435,6 +447,35 @@ def _slices(data: Any, options: Mapping[str, Any]) -> Slices:
     intervals = {k: options[k] for k in ("ci", "resamples", "seed")
                  if options.get("ci") is not None}
     return Slices(metric, tuple(over), {**given, **intervals})
+
+
+def _drift(data: Any, base: Path, options: Mapping[str, Any]) -> Drift:
+    """[drift]: the reference (a path, relative to the job's folder, or a table of column =
+    value selecting each source's reference rows, e.g. {model = "a"}), the columns compared,
+    the statistics and their settings, as ``me.drift`` takes them, and the statistic the page
+    shows (default: psi, which every kind of column has); decisions at the job's threshold."""
+    table = _Table(data, "drift")
+    reference = table.get("reference", (str, dict), required=True)
+    if isinstance(reference, str):
+        reference = reference if "://" in reference or Path(reference).is_absolute() \
+            else os.fspath(base / reference)
+    given: dict[str, Any] = {"reference": reference}
+    for name, kind in (("compared", (str, list)), ("statistics", (str, list)), ("bins", int),
+                       ("edges", list), ("epsilon", (int, float))):
+        value = table.get(name, kind, default=None)
+        if value is not None:
+            given[name] = value
+    statistic = table.get("statistic", str, default=None)
+    table.done()
+    try:
+        request = Request.build("drift", threshold=options.get("threshold", 0.5), **given)
+    except InputError as error:
+        raise JobError(f"drift: {error}") from None
+    shown = statistic or (request.statistics or ("psi",))[0]
+    if request.statistics is not None and shown not in request.statistics:
+        raise JobError(f"drift.statistic: {shown!r} is not among the statistics computed "
+                       f"({', '.join(request.statistics)})")
+    return Drift(given, shown)
 
 
 def _window(data: Any) -> Window:

@@ -72,6 +72,7 @@ class Result:
     tests: int = 0  # how many tests the significant rules made (their FDR is controlled)
     timings: dict[str, float] = field(default_factory=dict)
     slices: pl.DataFrame | None = None  # the weakest slices of each model ([slices])
+    drift: pl.DataFrame | None = None  # drift against the reference ([drift]), every window's
     #: with a [window]: every window's metric rows with their segment's samples and weight
     trend: pl.DataFrame | None = None
     #: with a [history]: the windows computed tonight and why, those kept, what was read
@@ -145,8 +146,9 @@ class Progress:
 
 def stages(job: Job) -> int:
     """How many stages :func:`run` names: the checks, each source's evaluations (one per
-    segmentation), sweep and slices, and the baseline and alerts."""
-    per_source = len(job.segmentations) + ("sweep" in job.curves) + (job.slices is not None)
+    segmentation), sweep, slices and drift, and the baseline and alerts."""
+    per_source = len(job.segmentations) + ("sweep" in job.curves) + (job.slices is not None) \
+        + (job.drift is not None)
     return 2 + len(job.sources) * per_source
 
 
@@ -175,6 +177,7 @@ def _run(job: Job, prepared: list[_Prepared], task: str, progress: Progress,
     sizes: list[pl.DataFrame] = []
     curves: dict[tuple[str, ...], list[pl.DataFrame]] = {}
     found: list[pl.DataFrame] = []
+    drifts: list[pl.DataFrame] = []
     inputs = []
     for source in prepared:
         metrics, size, drawn = source.evaluate(_metrics(job, task), task, progress)
@@ -191,6 +194,9 @@ def _run(job: Job, prepared: list[_Prepared], task: str, progress: Progress,
         if job.slices is not None:
             progress.stage(f"{source.source.key}: slices")
             found.append(source.slices(task))
+        if job.drift is not None:
+            progress.stage(f"{source.source.key}: drift")
+            drifts.append(source.drift())
     progress.stage("baseline and alerts")
     order = {s.name: i for i, s in enumerate(job.segmentations)}
     size_table = _judged(_named(_concat(sizes, job, "samples", "weight"), job), job)
@@ -234,8 +240,13 @@ def _run(job: Job, prepared: list[_Prepared], task: str, progress: Progress,
         table = _sorted(_named(pl.concat(parts, how="diagonal_relaxed"), job), job, order)
         curve_tables.update(dict.fromkeys(kinds, table))
     slices = pl.concat(found, how="diagonal_relaxed") if found else None
+    drift = None
+    if drifts:  # in the job's order of models and segmentations, each in drift's own order
+        drift = _named(pl.concat(drifts, how="diagonal_relaxed"), job).sort(
+            MODEL, pl.col(SEGMENTATION).replace_strict(order, return_dtype=pl.Int32),
+            maintain_order=True)
     result = Result(job, task, metrics, size_table, curve_tables, alerts, inputs, tests=tests,
-                    slices=slices, trend=trend,
+                    slices=slices, drift=drift, trend=trend,
                     night=None if tonight is None else tonight.summary())
     result.timings = progress.timings
     return result
@@ -425,6 +436,24 @@ class _Prepared:
         return found.select(model.alias(MODEL), pl.exclude(*([self.model] if self.model
                                                              else []))).rename(
             {k: v for k, v in names.items() if k != v})
+
+    def drift(self) -> pl.DataFrame:
+        """Drift against the job's reference ([drift]) of every segmentation: ``me.drift`` by
+        the model column and the segmentation's, ``model`` first and the segment columns named
+        as in the tables."""
+        from mleval_sql.drift import drifted
+
+        spec = self.job.drift
+        assert spec is not None
+        frames = []
+        for segmentation in self.job.segmentations:
+            try:
+                request = self._request("drift", self._by(segmentation), **spec.options)
+            except InputError as error:
+                raise JobError(f"drift: {error}") from None
+            with self._naming():
+                frames.append(self._keyed(drifted(request, self.src), segmentation))
+        return self._grid(frames)
 
     def paired(self, metrics: list[str], task: str,
                table: pl.DataFrame) -> pl.DataFrame | None:
