@@ -102,7 +102,7 @@ import socket
 import time
 import warnings
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
@@ -746,13 +746,7 @@ def _same_types(rows: pl.DataFrame, kept: pl.DataFrame, version: Path) -> None:
         except (OSError, pl.exceptions.PolarsError) as error:
             raise InputError(f"cannot read {file} of the history: {error}; nothing was "
                              "changed (full_refresh=True starts the history over)") from error
-        for name, dtype in rows.schema.items():
-            theirs = schema.get(name)
-            if theirs is not None and pl.Null not in (dtype, theirs) and dtype != theirs:
-                raise InputError(f"rows: column {name!r} is {dtype}, but {theirs} in the "
-                                 f"history's rows of run {run}: readers take the table by "
-                                 "column name, one type each; cast it, or start the history "
-                                 "over with full_refresh=True")
+        _same_types_as(rows, dict(schema), f"the history's rows of run {run}")
 
 
 def _link_windows(kept: pl.DataFrame, old: Path, new: Path) -> None:
@@ -996,13 +990,18 @@ def _delta_schema(meta: dict[str, Any], root: Path) -> dict[str, pl.DataType]:
 
 def _same_delta_types(rows: pl.DataFrame, before: dict[str, pl.DataType], root: Path) -> None:
     """An ``InputError`` if a column of ``rows`` has another type in the Delta history."""
+    _same_types_as(rows, before, f"the Delta history {root}")
+
+
+def _same_types_as(rows: pl.DataFrame, before: Mapping[str, pl.DataType], where: str) -> None:
+    """An ``InputError`` if a column of ``rows`` has another type in ``before`` (the columns
+    of the history's rows ``where`` says); an all-null column takes any type."""
     for name, dtype in rows.schema.items():
         theirs = before.get(name)
         if theirs is not None and pl.Null not in (dtype, theirs) and dtype != theirs:
-            raise InputError(f"rows: column {name!r} is {dtype}, but {theirs} in the Delta "
-                             f"history {root}: readers take the table by column name, one "
-                             "type each; cast it, or start the history over with "
-                             "full_refresh=True")
+            raise InputError(f"rows: column {name!r} is {dtype}, but {theirs} in {where}: "
+                             "readers take the table by column name, one type each; cast "
+                             "it, or start the history over with full_refresh=True")
 
 
 def _delta_frame(frame: pl.DataFrame) -> pl.DataFrame:

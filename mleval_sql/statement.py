@@ -108,12 +108,7 @@ def sql(metrics: str | Sequence[str] | None = None, *, task: Task | None = None,
     request = Request.statement(action, metrics=metrics, task=task, by=by, columns=columns,
                                 average=average, kind=curve, **params)
     known = _table_columns(request, table, dialect)
-    if dialect is None:
-        dialect = known.dialect if known is not None and known.dialect else "duckdb"
-    try:
-        sqlglot.Dialect.get_or_raise(dialect)
-    except ValueError as error:
-        raise InputError(str(error)) from error
+    dialect = _dialect(dialect, known)
     source = exp.to_table(table, dialect=dialect)
     for part in source.parts:
         part.set("quoted", True)
@@ -213,12 +208,7 @@ def _drift_statement(*, dialect: str | None, table: str, view: str | None, prett
 
     request = Request.statement("drift", **given)
     known = _table_columns(request, table, dialect)
-    if dialect is None:
-        dialect = known.dialect if known is not None and known.dialect else "duckdb"
-    try:
-        sqlglot.Dialect.get_or_raise(dialect)
-    except ValueError as error:
-        raise InputError(str(error)) from error
+    dialect = _dialect(dialect, known)
     cols = request.column_map
 
     def quoted(name: str) -> exp.Table:
@@ -280,6 +270,18 @@ def _drift_statement(*, dialect: str | None, table: str, view: str | None, prett
     if request.window is not None:
         header += f"-- {_window_said(request.window, known, dialect)}\n"
     return header + _script_said(written, dialect) + text
+
+
+def _dialect(dialect: str | None, known: _Known | None) -> str:
+    """The dialect asked, else the database's the table's columns came from, else DuckDB's;
+    an ``InputError`` for one sqlglot does not know."""
+    if dialect is None:
+        dialect = known.dialect if known is not None and known.dialect else "duckdb"
+    try:
+        sqlglot.Dialect.get_or_raise(dialect)
+    except ValueError as error:
+        raise InputError(str(error)) from error
+    return dialect
 
 
 @dataclass(frozen=True)
