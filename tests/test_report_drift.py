@@ -72,3 +72,55 @@ def test_bad_drift_keys_get_one_line_naming_them(tmp_path, capsys, new, message)
     assert main(["report", str(job), "--output", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err, err
+
+
+RULES = DRIFT + """
+[[alerts.rules]]
+drift = "psi"
+compared = "score"
+above = 0.3
+
+[[alerts.rules]]
+drift = "ks"
+above = 0
+significant = true
+"""
+
+
+def test_drift_rules_fire_where_the_statistic_crosses_and_the_test_rejects(tmp_path):
+    from scipy import stats
+
+    job = _write_job(tmp_path, RULES)
+    assert main(["report", str(job), "--output", str(tmp_path / "out")]) in (0, 1)
+    rows = pl.read_parquet(tmp_path / "out" / "drift.parquet")
+    alerts = pl.read_csv(tmp_path / "out" / "alerts.csv")
+    psi = rows.filter(pl.col("statistic") == "psi", pl.col("compared") == "score",
+                      pl.col("value") > 0.3)
+    fired = alerts.filter(pl.col("rule") == 0)
+    assert 0 < fired.height == psi.height < rows.filter(pl.col("statistic") == "psi").height
+    assert sorted(fired["value"].to_list()) == sorted(psi["value"].to_list())
+    assert (fired["metric"] == "psi of score").all()
+    # ks, significant: Benjamini-Hochberg over every ks p-value (the only tests), at fdr 0.05
+    ks = rows.filter(pl.col("statistic") == "ks")
+    q = stats.false_discovery_control(ks["p_value"].to_numpy())
+    want = ks.filter(pl.Series(q <= 0.05))
+    tested = alerts.filter(pl.col("rule") == 1)
+    assert 0 < tested.height == want.height < ks.height
+    assert sorted(tested["p_value"].to_list()) == sorted(want["p_value"].to_list())
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert len(summary["alerts"]) == alerts.height
+
+
+@pytest.mark.parametrize(("rule", "message"), [
+    ("drift = 'psi'\nabove = 0.2", "alerts.rules[0].drift: a rule on drift needs a [drift]"),
+    ("drift = 'chi2'\nabove = 1", "alerts.rules[0].drift: [drift] computes no 'chi2'"),
+    ("drift = 'psi'\nabove = 0.2\nsignificant = true",
+     "alerts.rules[0].significant: psi has no test; ks and chi2 do"),
+    ("drift = 'psi'\ndrop = 0.2", "alerts.rules[0]: expected exactly one of below, above"),
+])
+def test_bad_drift_rules_get_one_line_naming_them(tmp_path, capsys, rule, message):
+    text = (SMALL if "needs a [drift]" in message else DRIFT) + f"\n[[alerts.rules]]\n{rule}\n"
+    job = _write_job(tmp_path, text)
+    assert main(["report", str(job), "--output", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err

@@ -23,7 +23,7 @@ from mleval_sql import windows
 from mleval_sql.engines import ENGINES, local_engines
 from mleval_sql.params import CURVE_PARAMS, PARAMS, RESULT_COLUMNS
 from mleval_sql.registry import AVERAGES, METRICS
-from mleval_sql.request import OPTIONS, Request
+from mleval_sql.request import DRIFT_STATISTICS, OPTIONS, Request
 from mleval_sql.schema import InputError
 from mleval_sql.windows import Window
 
@@ -109,9 +109,13 @@ class Rule:
     average: str | None = None  # None: the first of the job's averages the metric has
     label: str | None = None
     significant: bool = False  # fires only where the test rejects "no change" (FDR controlled)
+    drift: bool = False  # ``metric`` is a statistic of [drift]'s rows (of ``compared``)
+    compared: str | None = None
 
     def describe(self) -> str:
-        what = self.metric + (f" ({self.average})" if self.average else "") + (
+        what = (f"drift {self.metric}" + (f" of {self.compared}" if self.compared else "")
+                if self.drift else self.metric) + (
+            f" ({self.average})" if self.average else "") + (
             f" [{self.label}]" if self.label else "")
         if self.condition in ("drop", "rise"):
             text = f"{what} {self.condition}s by more than {self.value:g} against the baseline"
@@ -397,11 +401,11 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
     fdr = float(alerts.get("fdr", (int, float), default=0.05))
     if not 0 < fdr < 1:
         raise JobError(f"alerts.fdr: expected a false discovery rate in (0, 1), got {fdr!r}")
-    rules = [_rule(r, f"alerts.rules[{i}]", metrics, baseline, options["ci"])
+    drift = _drift(top.get("drift", dict), base, options) if "drift" in data else None
+    rules = [_rule(r, f"alerts.rules[{i}]", metrics, baseline, options["ci"], drift)
              for i, r in enumerate(alerts.get("rules", list, default=[]))]
     alerts.done()
     slices = _slices(top.get("slices", dict), options) if "slices" in data else None
-    drift = _drift(top.get("drift", dict), base, options) if "drift" in data else None
     job = Job(sources=sources, metrics=metrics, segmentations=segmentations,
               title=top.get("title", str, default="Evaluation report"), task=checked.task,
               engine=engine, memory_limit=checked.memory_limit, threads=given["threads"],
@@ -530,9 +534,11 @@ def _source(data: Any, key: str, base: Path, shared: Mapping[str, str]) -> Sourc
 
 
 def _rule(data: Any, key: str, metrics: list[str], baseline: Baseline | None,
-          ci: float | None) -> Rule:
+          ci: float | None, drift: Drift | None = None) -> Rule:
     if not isinstance(data, dict):
         raise JobError(f"{key}: expected a table ([[alerts.rules]]), got {data!r}")
+    if "drift" in data:
+        return _drift_rule(data, key, drift)
     table = _Table(data, key)
     metric = table.get("metric", str, required=True)
     if metric not in metrics:
@@ -561,6 +567,40 @@ def _rule(data: Any, key: str, metrics: list[str], baseline: Baseline | None,
                        "the job's top level")
     return Rule(key, metric, condition, float(value), average,
                 None if label is None else str(label), significant)
+
+
+def _drift_rule(data: Mapping[str, Any], key: str, drift: Drift | None) -> Rule:
+    """A rule on [drift]'s rows: ``drift`` names the statistic, ``compared`` and ``label``
+    narrow it, ``above`` or ``below`` the value; ``significant``: where its test (ks, chi2)
+    rejects "the same distribution", with the false discovery rate of every test controlled."""
+    table = _Table(data, key)
+    statistic = table.get("drift", str)
+    if drift is None:
+        raise JobError(f"{key}.drift: a rule on drift needs a [drift] section (reference = "
+                       "...) in the job")
+    asked = drift.options.get("statistics")
+    computed = ([asked] if isinstance(asked, str) else list(asked)) if asked else None
+    if computed is not None and statistic not in computed:
+        raise JobError(f"{key}.drift: [drift] computes no {statistic!r} (its statistics: "
+                       f"{', '.join(computed)})")
+    if statistic not in DRIFT_STATISTICS:
+        hint = difflib.get_close_matches(statistic, DRIFT_STATISTICS, n=1)
+        raise JobError(f"{key}.drift: unknown statistic {statistic!r}"
+                       + (f"; did you mean {hint[0]!r}?" if hint else ""))
+    conditions = [c for c in ("below", "above") if c in data]
+    if len(conditions) != 1:
+        raise JobError(f"{key}: expected exactly one of below, above (e.g. above = 0.2), got "
+                       f"{conditions or 'none'}")
+    value = table.get(conditions[0], (int, float))
+    compared = table.get("compared", str, default=None)
+    label = table.get("label", (str, int), default=None)
+    significant = table.get("significant", bool, default=False)
+    table.done()
+    if significant and statistic not in ("ks", "chi2"):
+        raise JobError(f"{key}.significant: {statistic} has no test; ks and chi2 do")
+    return Rule(key, statistic, conditions[0], float(value), None,
+                None if label is None else str(label), significant, drift=True,
+                compared=compared)
 
 
 class _Table:

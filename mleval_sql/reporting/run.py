@@ -234,17 +234,18 @@ def _run(job: Job, prepared: list[_Prepared], task: str, progress: Progress,
         metrics = metrics.join(tested.select(*keys, "paired_p").with_columns(
             pl.col(k).cast(metrics.schema[k]) for k in keys), on=keys, how="left",
             nulls_equal=True, maintain_order="left")
-    alerts, tests = _alerts(metrics, size_table, job, order)
-    curve_tables = {}
-    for kinds, parts in curves.items():  # roc and pr: one table
-        table = _sorted(_named(pl.concat(parts, how="diagonal_relaxed"), job), job, order)
-        curve_tables.update(dict.fromkeys(kinds, table))
-    slices = pl.concat(found, how="diagonal_relaxed") if found else None
     drift = None
     if drifts:  # in the job's order of models and segmentations, each in drift's own order
         drift = _named(pl.concat(drifts, how="diagonal_relaxed"), job).sort(
             MODEL, pl.col(SEGMENTATION).replace_strict(order, return_dtype=pl.Int32),
             maintain_order=True)
+    judged_drift = drift if drift is None or job.window is None else over_time.at(drift, latest)
+    alerts, tests = _alerts(metrics, size_table, job, order, judged_drift)
+    curve_tables = {}
+    for kinds, parts in curves.items():  # roc and pr: one table
+        table = _sorted(_named(pl.concat(parts, how="diagonal_relaxed"), job), job, order)
+        curve_tables.update(dict.fromkeys(kinds, table))
+    slices = pl.concat(found, how="diagonal_relaxed") if found else None
     result = Result(job, task, metrics, size_table, curve_tables, alerts, inputs, tests=tests,
                     slices=slices, drift=drift, trend=trend,
                     night=None if tonight is None else tonight.summary())
@@ -615,8 +616,32 @@ def rule_rows(metrics: pl.DataFrame, rule: Rule, job: Job) -> pl.DataFrame:
     return picked
 
 
+def _drift_rows(drift: pl.DataFrame | None, rule: Rule, job: Job) -> pl.DataFrame:
+    """The [drift] rows a drift rule judges: its statistic (of its compared column and label
+    where it names them), in segments of at least the job's samples and weight; as alert
+    rows (``metric``: the statistic and the column, ``samples`` and ``weight``: the current
+    rows')."""
+    assert drift is not None
+    rows = drift.filter(pl.col("statistic") == rule.metric)
+    for column, value in (("compared", rule.compared), ("label", rule.label)):
+        if value is not None:
+            rows = rows.filter(pl.col(column) == value)
+            if rows.is_empty():
+                raise JobError(f"{rule.key}.{column}: no {column} {value!r} in [drift]'s rows "
+                               f"of {rule.metric}")
+    rows = rows.filter(pl.col("current_rows") >= job.min_samples,
+                       pl.col("current_weight") >= job.min_weight)
+    return rows.select(
+        MODEL, SEGMENTATION, SEGMENT,
+        metric=pl.concat_str(pl.lit(f"{rule.metric} of "), "compared"),
+        average=pl.lit(None, pl.String), label="label", value="value",
+        baseline=pl.lit(None, pl.Float64), delta=pl.lit(None, pl.Float64),
+        samples="current_rows", weight="current_weight", p_value="p_value")
+
+
 def _alerts(metrics: pl.DataFrame, sizes: pl.DataFrame, job: Job,
-            order: dict[str, int]) -> tuple[pl.DataFrame, int]:
+            order: dict[str, int], drift: pl.DataFrame | None = None
+            ) -> tuple[pl.DataFrame, int]:
     """The alerts, and the number of tests the significant rules made: a significant rule
     fires where its condition holds and its test's p-value, adjusted for the false discovery
     rate over every test of every significant rule (Benjamini-Hochberg), is at most the job's
@@ -625,6 +650,15 @@ def _alerts(metrics: pl.DataFrame, sizes: pl.DataFrame, job: Job,
     judged = sizes.select(*keys, "samples", "weight", "judged")
     candidates = []
     for index, rule in enumerate(job.rules):
+        if rule.drift:
+            rows = _drift_rows(drift, rule, job)
+            candidates.append(rows.with_columns(
+                rule=pl.lit(index, pl.Int32),
+                fires=(pl.col("value") > rule.value if rule.condition == "above"
+                       else pl.col("value") < rule.value).fill_null(False),
+                p_value=pl.col("p_value") if rule.significant else pl.lit(None, pl.Float64),
+                tested=pl.lit(rule.significant) & pl.col("p_value").is_not_null()))
+            continue
         rows = rule_rows(metrics, rule, job).join(judged, on=keys, how="left").filter(
             pl.col("judged"))
         value, base = pl.col("value"), pl.col("baseline")
