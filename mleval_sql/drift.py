@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
@@ -37,7 +37,7 @@ from mleval_sql.engines import ENGINES, choose_engine, local_engines
 from mleval_sql.request import DRIFT_STATISTICS as STATISTICS
 from mleval_sql.request import Request, unpack_segment
 from mleval_sql.schema import InputError
-from mleval_sql.sources import Source, as_source
+from mleval_sql.sources import Derived, Source, as_source
 
 if TYPE_CHECKING:
     from sqlglot import exp
@@ -87,8 +87,9 @@ def drift(
     wasserstein and psi for numeric columns, chi2, psi and jensen_shannon for categorical ones;
     ks and wasserstein apply to numeric columns only). ``bins``: the reference's quantile bins
     of a numeric column (default 10), or ``edges``; ``epsilon``: the share an empty bin counts
-    as in PSI (default 1e-4). ``reference``: a source, or ``{column: value}`` selecting the
-    input's reference rows.
+    as in PSI (default 1e-4). ``reference``: a source, ``{column: value}`` selecting the
+    input's reference rows, or ``"previous"``: with ``window``, each window against the one
+    before it (of its granularity; the first has none).
 
     >>> rows = drift("fixtures/lake", {"model": "a"}, statistics="ks")
     >>> rows.filter(pl.col("label") == "bird").select("value", "p_value").row(0)  # doctest: +SKIP
@@ -98,6 +99,34 @@ def drift(
                                ("threshold", threshold)) if v is not None}
     request = Request.build("drift", reference=reference, **given, **options)
     return drifted(request, source)
+
+
+#: ``reference=PREVIOUS``: each window against the window before it.
+PREVIOUS = "previous"
+
+
+@dataclass(frozen=True)
+class Following:
+    """The rows of each window as the next window's (its ``window_start`` moved to its end):
+    the derivation of the reference ``previous``."""
+
+    window: windows.Window
+    kind: windows.Kind
+    columns: tuple[str, ...]  # the input's
+
+    def polars(self, frame: pl.LazyFrame) -> pl.LazyFrame:
+        start = pl.col(windows.START)
+        return self.window.polars(frame, self.kind).with_columns(
+            start.dt.offset_by(pl.col(windows.GRANULARITY)).alias(windows.START))
+
+    def sql(self, table: exp.Expression) -> exp.Query:
+        from sqlglot import exp
+
+        made = self.window.sql(table, self.kind, end=True)
+        return exp.select(
+            *(exp.column(exp.to_identifier(c, quoted=True)) for c in self.columns),
+            exp.column(windows.GRANULARITY), exp.column(windows.END).as_(windows.START),
+        ).from_(exp.alias_(exp.paren(made), "windowed"))
 
 
 @dataclass(frozen=True)
@@ -133,9 +162,24 @@ class Sides:
 
 def drifted(request: Request, source: Any) -> pl.DataFrame:
     """The rows of a ``drift`` request (see :func:`drift`)."""
+    previous = isinstance(request.reference, str) and request.reference == PREVIOUS
+    if previous and request.window is None:
+        raise InputError("reference='previous' compares each window with the one before it: "
+                         "name the windows (window=, --window)")
     derivation = derived(request, source)
     if derivation is not None:
-        return derivation.finished(drifted(derivation.request, derivation.source))
+        inner = derivation.request
+        if previous:  # the rows of each window, as the next window's reference
+            assert request.window is not None
+            src = as_source(source, storage_options=request.storage_options,
+                            as_of=request.as_of)
+            schema = src.schema()
+            inner = replace(inner, reference=Derived(src, Following(
+                request.window, request.window.kind(schema), tuple(schema.names()))))
+            rows = drifted(inner, derivation.source)
+            # the window after the last is the last one's reference only: no window of the data
+            return derivation.finished(rows.filter(pl.col("current_null_share").is_not_null()))
+        return derivation.finished(drifted(inner, derivation.source))
     # a memory budget: DuckDB's, whose sorts spill (polars sorts each side's values whole)
     name = request.engine or ("duckdb" if request.memory_limit else choose_engine(
         source, connection=request.connection, memory_limit=request.memory_limit,

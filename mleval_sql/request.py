@@ -183,8 +183,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("reference", "what drift compares with: a path (each segment against the "
            "reference's rows of the same segment where it has the segment's columns, all of "
            "them where not), or COL=VALUE (the input's rows where it holds, against each other "
-           "value's rows, segment by segment and window by window); a statement's: a table",
-           _DRIFT, metavar="PATH|COL=VALUE"),
+           "value's rows, segment by segment and window by window), or previous (with "
+           "windows: each window against the one before); a statement's: a table or COL=VALUE",
+           _DRIFT, metavar="PATH|COL=VALUE|previous"),
     Option("compared", "the columns drift compares: score (per label), decision (score >= "
            "threshold, per label), truth (per label), or a column with one value per sample "
            "(numeric, else categorical)", _DRIFT, arity="list", metavar="COL",

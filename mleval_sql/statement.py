@@ -234,6 +234,10 @@ def _drift_statement(*, dialect: str | None, table: str, view: str | None, prett
                               alias=exp.TableAlias(this=exp.to_identifier("windowed")))
         window_columns = [*windows.COLUMNS, windows.END]
     reference = request.reference
+    if reference == "previous":
+        raise InputError("reference='previous': a statement compares with a table or the "
+                         "table's own rows ({column: value}); me.drift and mleval drift "
+                         "compare each window with the one before it")
     if isinstance(reference, Mapping):  # the table's own rows, window by window
         selected = dict(reference)
         segments = [*window_columns, *(c for c in selected if c not in by), *by]

@@ -120,3 +120,25 @@ def test_a_feature_needs_the_tables_columns():
         me.sql(drift=True, reference="ref", compared=["age"], table="preds")
     with pytest.raises(InputError, match="drift= asks for the drift statement"):
         me.sql("f1", drift=True, reference="ref", table="preds")
+
+
+def test_each_window_against_the_one_before(engine):
+    """reference='previous': each window's rows against the window before's (of its
+    granularity), the first window against none (null values), no window after the last."""
+    got = me.drift(CURRENT, "previous", ["score", "decision"], by="model", window="day:1d",
+                   columns={"weight": "w"}, engine=engine)
+    days = sorted(CURRENT["day"].unique().to_list())
+    assert got["window_start"].unique().sort().to_list() == days
+    assert got.filter(pl.col("window_start") == days[0])["value"].null_count() == \
+        got.filter(pl.col("window_start") == days[0]).height
+    for before, day in zip(days, days[1:], strict=False):
+        want = me.drift(CURRENT.filter(pl.col("day") == day),
+                        CURRENT.filter(pl.col("day") == before), ["score", "decision"],
+                        by="model", columns={"weight": "w"}, engine=engine)
+        assert_frame_equal(got.filter(pl.col("window_start") == day).drop(
+            "granularity", "window_start", "window_end"), want, rel_tol=1e-12,
+            check_exact=False)
+    with pytest.raises(InputError, match="reference='previous' compares each window"):
+        me.drift(CURRENT, "previous", engine=engine)
+    with pytest.raises(InputError, match="reference='previous': a statement compares"):
+        me.sql(drift=True, reference="previous", window="day:1d", table="preds")
