@@ -4,6 +4,7 @@ a segment the reference lacks, a model as the reference, windows, given edges)."
 
 from __future__ import annotations
 
+import itertools
 from datetime import date, timedelta
 
 import numpy as np
@@ -131,7 +132,7 @@ def test_each_window_against_the_one_before(engine):
     assert got["window_start"].unique().sort().to_list() == days
     assert got.filter(pl.col("window_start") == days[0])["value"].null_count() == \
         got.filter(pl.col("window_start") == days[0]).height
-    for before, day in zip(days, days[1:], strict=False):
+    for before, day in itertools.pairwise(days):
         want = me.drift(CURRENT.filter(pl.col("day") == day),
                         CURRENT.filter(pl.col("day") == before), ["score", "decision"],
                         by="model", columns={"weight": "w"}, engine=engine)
