@@ -386,3 +386,42 @@ def test_bad_input(engine, case):
     source, reference, compared, options, match = BAD[case]
     with pytest.raises(InputError, match=match):
         me.drift(source, reference, compared, engine=engine, **options)
+
+
+# -- multiclass decisions, a memory budget --------------------------------------------------------
+
+def multiclass(n: int, seed: int) -> pl.DataFrame:
+    """``n`` samples x 3 classes, scores on a coarse grid (ties within a sample)."""
+    rng = np.random.default_rng(seed)
+    scores = np.round(rng.random((n, 3)), 1)
+    truth = rng.integers(0, 3, n)
+    return pl.DataFrame({"sample": np.repeat(np.arange(n), 3),
+                         "label": np.tile(["a", "b", "c"], n), "score": scores.ravel(),
+                         "truth": np.repeat(truth, 3) == np.tile([0, 1, 2], n)})
+
+
+def test_a_multiclass_decision_is_the_top_scored_label(engine):
+    """The argmax label's distribution (ties to the smallest label, as numpy's argmax), one
+    value per sample: chi2 and total variation against numpy and scipy."""
+    ref, cur = multiclass(80, 21), multiclass(120, 22)
+    got = me.drift(cur, ref, ["decision"], task="multiclass", engine=engine,
+                   statistics=["chi2", "total_variation"])
+    counts = [np.bincount(np.argmax(f["score"].to_numpy().reshape(-1, 3), axis=1),
+                          minlength=3) for f in (ref, cur)]
+    table = np.array(counts)[:, np.array(counts).sum(axis=0) > 0]
+    want = stats.chi2_contingency(table)
+    chi2 = got.filter(pl.col("statistic") == "chi2").row(0, named=True)
+    assert chi2["label"] is None and chi2["reference_rows"] == 80
+    assert math.isclose(chi2["value"], want.statistic, rel_tol=1e-12)
+    assert math.isclose(chi2["p_value"], want.pvalue, rel_tol=1e-9)
+    p, q = counts[0] / 80, counts[1] / 120
+    tv = got.filter(pl.col("statistic") == "total_variation")["value"].item()
+    assert math.isclose(tv, np.abs(p - q).sum() / 2, rel_tol=1e-12)
+
+
+def test_a_memory_budget_runs_on_duckdb_with_the_same_rows():
+    ref, cur = multilabel_pair(23)
+    options = {"by": "region", "statistics": ALL}
+    budgeted = me.drift(cur, ref, ["score", "colour"], memory_limit="256MB", **options)
+    assert_frame_equal(budgeted, me.drift(cur, ref, ["score", "colour"], engine="polars",
+                                          **options), rel_tol=1e-12, check_exact=False)
