@@ -407,37 +407,62 @@ def _given_bins_polars(edges: Sequence[float] | None, value: pl.Expr) -> dict[st
 
 # -- DuckDB ----------------------------------------------------------------------------------
 
+#: What a row of drift_rows costs DuckDB at the most, in bytes, under a memory budget: the
+#: merged values and their window hold a group's rows at once, so the groups run in batches of
+#: about budget / ROW_BYTES rows (a group larger than that runs alone).
+ROW_BYTES = 400
+
+
 def _run_duckdb(request: Request, sides: Sides, compared: list[Compared],
                 weights: dict[str, str | None], statistics: dict[str, tuple[str, ...]]
                 ) -> tuple[pl.DataFrame, pl.DataFrame | None, pl.DataFrame]:
+    from sqlglot import exp
+
     from mleval_sql import queries
     from mleval_sql.engines import duckdb as engine
+    from mleval_sql.engines import memory_bytes
 
     prefix = f"mleval_drift_{uuid.uuid4().hex[:8]}_"
     names = {r: prefix + r for r in ("current", "reference", "drift_rows", "drift_sizes",
-                                     "drift_points", "drift_bins")}
+                                     "drift_points", "drift_bins", "batches", "batch_rows")}
     created: list[tuple[str, str]] = []
+    numeric = any(c.numeric for c in compared)
 
-    def step(name: str, **params: object) -> tuple[str, dict[str, object]]:
-        sql = queries.rename_relations(queries.load(name), names)
+    def step(name: str, reads: Mapping[str, str] | None = None,
+             **params: object) -> tuple[str, dict[str, object]]:
+        sql = queries.rename_relations(queries.load(name), {**names, **(reads or {})})
         return sql, {p: params[p] for p in queries.parameters(sql)}
 
     with engine.session(request.connection, request.memory_limit, request.threads) as con:
         def create(kind: str, relation: str, sql: str,
                    params: Mapping[str, object] | None = None) -> None:
-            con.execute(f"CREATE TEMP {kind} {queries.identifier(names[relation])} AS {sql}",
-                        dict(params or {}))
-            created.append((kind, names[relation]))
+            con.execute(f"CREATE OR REPLACE TEMP {kind} {queries.identifier(names[relation])} "
+                        f"AS {sql}", dict(params or {}))
+            if (kind, names[relation]) not in created:
+                created.append((kind, names[relation]))
 
         def fetch(sql: str, params: Mapping[str, object]) -> pl.DataFrame:
             return con.sql(sql, params=dict(params)).pl()
+
+        def binned(rows: str) -> tuple[pl.DataFrame | None, pl.DataFrame]:
+            """The exact and binned statistics of the groups of ``rows`` (drift_rows or a
+            batch of its groups)."""
+            reads = {"drift_rows": names[rows]}
+            bins = []
+            if numeric:
+                create("TABLE", "drift_points", *step("drift_points", reads))
+                bins.append(step("drift_histogram", reads, bins=_bins(request)))
+            if not all(c.numeric for c in compared):
+                bins.append(step("drift_categories", reads))
+            create("TABLE", "drift_bins", " UNION ALL ".join(f"({sql})" for sql, _ in bins),
+                   {k: v for _, p in bins for k, v in p.items()})
+            exact = fetch(*step("drift_ecdf")) if numeric else None
+            return exact, fetch(*step("drift_binned", epsilon=_epsilon(request)))
 
         try:
             for side, source in (("current", sides.current), ("reference", sides.reference)):
                 engine.read(source, con).create_view(names[side], replace=True)
                 created.append(("VIEW", names[side]))
-            from sqlglot import exp
-
             views = tuple(exp.to_table(names[s], quoted=True) for s in ("current", "reference"))
             labelled = tuple(request.column_map.label in src.schema()
                              for src in (sides.current, sides.reference))
@@ -446,22 +471,47 @@ def _run_duckdb(request: Request, sides: Sides, compared: list[Compared],
                 selected=sides.selected, labelled=labelled,  # type: ignore[arg-type]
                 weights=(weights["current"], weights["reference"])).sql("duckdb"))
             create("TABLE", "drift_sizes", *step("drift_sizes"))
-            numeric = any(c.numeric for c in compared)
-            bins = []
-            if numeric:
-                create("TABLE", "drift_points", *step("drift_points"))
-                bins.append(step("drift_histogram", bins=_bins(request)))
-            if not all(c.numeric for c in compared):
-                bins.append(step("drift_categories"))
-            create("TABLE", "drift_bins", " UNION ALL ".join(f"({sql})" for sql, _ in bins),
-                   {k: v for _, p in bins for k, v in p.items()})
             sizes = con.sql(f"SELECT * FROM {queries.identifier(names['drift_sizes'])}").pl()
-            exact = fetch(*step("drift_ecdf")) if numeric else None
-            binned = fetch(*step("drift_binned", epsilon=_epsilon(request)))
-            return sizes, exact, binned
+            batches = _batches(sizes, None if request.memory_limit is None else
+                               memory_bytes(request.memory_limit) // ROW_BYTES)
+            if batches.get_column("batch").max() in (None, 0):  # one batch: every group
+                exact, stats = binned("drift_rows")
+                return sizes, exact, stats
+            arrow = names["batches"] + "_arrow"
+            con.register(arrow, batches.to_arrow())
+            create("TABLE", "batches", f"SELECT * FROM {queries.identifier(arrow)}")
+            con.unregister(arrow)
+            keys = ("segment", "compared", "label")
+            on = " AND ".join(f"r.{k} IS NOT DISTINCT FROM b.{k}" for k in keys)
+            parts: list[tuple[pl.DataFrame | None, pl.DataFrame]] = []
+            for number in range(int(batches["batch"].max()) + 1):
+                batch = exp.Literal.number(number).sql("duckdb")  # a view takes no parameter
+                rows, groups = (queries.identifier(names[r]) for r in ("drift_rows", "batches"))
+                create("VIEW", "batch_rows", f"SELECT r.* FROM {rows} AS r JOIN {groups} AS b "
+                       f"ON {on} WHERE b.batch = {batch}")
+                parts.append(binned("batch_rows"))
+            exact = pl.concat([e for e, _ in parts if e is not None]) if numeric else None
+            return sizes, exact, pl.concat([b for _, b in parts])
         finally:
             for kind, name in reversed(created):
                 con.execute(f"DROP {kind} IF EXISTS {queries.identifier(name)}")
+
+
+def _batches(sizes: pl.DataFrame, rows: int | None) -> pl.DataFrame:
+    """Each (segment, compared, label) group's batch: groups in turn, a batch closed where the
+    next group would take it past ``rows`` rows (None: one batch)."""
+    keys = ["segment", "compared", "label"]
+    groups = sizes.group_by(keys, maintain_order=True).agg(
+        (pl.col("rows") + (pl.col("null_weight") > 0).cast(pl.Int64)).sum().alias("n"))
+    if rows is None:
+        return groups.select(*keys, batch=pl.lit(0, pl.Int64))
+    batch, filled, numbers = 0, 0, []
+    for n in groups["n"].to_list():
+        if filled and filled + n > rows:
+            batch, filled = batch + 1, 0
+        filled += n
+        numbers.append(batch)
+    return groups.select(*keys, batch=pl.Series(numbers, dtype=pl.Int64))
 
 
 def rows_query(request: Request, compared: list[Compared], tables: tuple[exp.Expression,

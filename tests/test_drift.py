@@ -425,3 +425,22 @@ def test_a_memory_budget_runs_on_duckdb_with_the_same_rows():
     budgeted = me.drift(cur, ref, ["score", "colour"], memory_limit="256MB", **options)
     assert_frame_equal(budgeted, me.drift(cur, ref, ["score", "colour"], engine="polars",
                                           **options), rel_tol=1e-12, check_exact=False)
+
+
+def test_under_a_budget_the_groups_run_in_batches_with_the_same_rows(monkeypatch):
+    """Groups whose rows a budget does not hold at once run a batch at a time (here one or
+    two groups a batch): the same rows as in one run."""
+    import sys
+
+    drift_module = sys.modules["mleval_sql.drift"]
+    ref, cur = multilabel_pair(24)
+    options = {"by": "region", "statistics": ALL}
+    whole = me.drift(cur, ref, ["score", "colour"], engine="duckdb", **options)
+    monkeypatch.setattr(drift_module, "ROW_BYTES", 2**30 // 40)  # a 1 GiB budget: 40 rows
+    batches = drift_module._batches
+    seen = []
+    monkeypatch.setattr(drift_module, "_batches",
+                        lambda *a: seen.append(batches(*a)) or seen[-1])
+    batched = me.drift(cur, ref, ["score", "colour"], memory_limit="1GB", **options)
+    assert seen[0]["batch"].max() >= 3
+    assert_frame_equal(batched, whole, rel_tol=1e-12, check_exact=False)
