@@ -3,17 +3,19 @@ segment (and time window) against a reference, before the truth is known.
 
 Both sides' rows are tagged into one long table, ``drift_rows`` (``segment, compared, label,
 current, value`` or ``category``, ``weight``), and the drift steps of the registry run on it
-(``queries/drift_*.sql`` and their polars plans): one sort per (segment, column, label) gives
-the exact statistics, Kolmogorov-Smirnov's D and the Wasserstein-1 distance, from running sums
-of each side's weight; the reference's quantile edges (or given ``edges``, or a categorical
-column's values) bin both sides for PSI, the Jensen-Shannon distance, total variation, the
-L-infinity distance and the chi-square test. The p-values, a function of a statistic and the
-sizes, are scipy's.
+(``queries/drift_*.sql`` and their polars plans): a numeric column's values, merged by value,
+are read once in order per (segment, column, label), which gives each value's bin (of the
+reference's quantiles, or of given ``edges``) and, from running sums of each side's weight,
+the exact statistics (Kolmogorov-Smirnov's D, the Wasserstein-1 distance) in parts per bin; a
+categorical column's values are its bins. The bins give PSI, the Jensen-Shannon distance, total
+variation, the L-infinity distance and the chi-square test. The p-values, a function of a
+statistic and the sizes, are scipy's.
 
 A reference is another source (each segment compared with the reference's rows of the same
-segment where it has the segment's columns, with all of it where it does not), or the rows of
-the input where columns hold values (``{"model": "a"}``: every other model's rows against model
-a's, segment by segment and window by window).
+segment where it has the segment's columns, with all of it where it does not), the rows of the
+input where columns hold values (``{"model": "a"}``: every other model's rows against model
+a's, segment by segment and window by window), or ``"previous"``: each window against the
+window before it.
 
 >>> import mleval_sql as me
 >>> rows = me.drift("fixtures/lake", {"model": "a"}, by="region")
@@ -196,7 +198,7 @@ def drifted(request: Request, source: Any) -> pl.DataFrame:
                for s, src in (("current", sides.current), ("reference", sides.reference))}
     _check_features(compared, sides, request)
     run = _run_duckdb if name == "duckdb" else _run_polars
-    sizes, exact, binned = run(request, sides, compared, weights, statistics)
+    sizes, exact, binned = run(request, sides, compared, weights)
     return _finished(sizes, exact, binned, request, sides, compared, statistics)
 
 
@@ -313,7 +315,7 @@ def _check_features(compared: list[Compared], sides: Sides, request: Request) ->
 # -- polars ----------------------------------------------------------------------------------
 
 def _run_polars(request: Request, sides: Sides, compared: list[Compared],
-                weights: dict[str, str | None], statistics: dict[str, tuple[str, ...]]
+                weights: dict[str, str | None]
                 ) -> tuple[pl.DataFrame, pl.DataFrame | None, pl.DataFrame]:
     from mleval_sql.engines import polars as plans
     from mleval_sql.engines.polars.engine import as_text
@@ -414,7 +416,7 @@ ROW_BYTES = 400
 
 
 def _run_duckdb(request: Request, sides: Sides, compared: list[Compared],
-                weights: dict[str, str | None], statistics: dict[str, tuple[str, ...]]
+                weights: dict[str, str | None]
                 ) -> tuple[pl.DataFrame, pl.DataFrame | None, pl.DataFrame]:
     from sqlglot import exp
 
