@@ -577,6 +577,9 @@ def _averages(value: str | Sequence[str]) -> tuple[str, ...]:
 
 
 def _columns(value: Mapping[str, str | None]) -> dict[str, str | None]:
+    if not isinstance(value, Mapping):
+        raise InputError(f"columns: where each role is found, e.g. {{'score': 'prob'}}, got "
+                         f"{value!r} (drift's columns to compare are compared=)")
     Columns.from_mapping(value)  # checks the roles and names
     return dict(value)
 

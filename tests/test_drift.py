@@ -444,3 +444,9 @@ def test_under_a_budget_the_groups_run_in_batches_with_the_same_rows(monkeypatch
     batched = me.drift(cur, ref, ["score", "colour"], memory_limit="1GB", **options)
     assert seen[0]["batch"].max() >= 3
     assert_frame_equal(batched, whole, rel_tol=1e-12, check_exact=False)
+
+
+def test_columns_maps_roles_and_compared_names_the_columns_compared():
+    ref, cur = multilabel_pair(25)
+    with pytest.raises(InputError, match=r"columns: where each role is found.*compared="):
+        me.drift(cur, ref, columns=["score"])
