@@ -124,3 +124,18 @@ def test_bad_drift_rules_get_one_line_naming_them(tmp_path, capsys, rule, messag
     assert main(["report", str(job), "--output", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err, err
+
+
+def test_a_job_with_windows_compares_each_window_with_the_one_before(tmp_path):
+    text = DRIFT.replace('reference = {model = "a"}', 'reference = "previous"') + \
+        '\n[window]\ncolumn = "date"\nevery = "1d"\n'
+    assert main(["report", str(_write_job(tmp_path, text)), "--output",
+                 str(tmp_path / "out")]) == 0
+    rows = pl.read_parquet(tmp_path / "out" / "drift.parquet").filter(
+        pl.col("segmentation") == "overall")
+    want = me.drift(LAKE, "previous", ["score", "decision"], by="model", window="date:1d",
+                    statistics=["ks", "psi"], task="multilabel")
+    keys = ["window_start", "model", "compared", "label", "statistic"]  # the report: by model
+    assert_frame_equal(rows.select(want.columns).sort(keys), want.sort(keys), rel_tol=1e-12,
+                       check_exact=False)
+    assert want.filter(pl.col("value").is_not_null()).height > 0

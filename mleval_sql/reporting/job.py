@@ -460,7 +460,7 @@ def _drift(data: Any, base: Path, options: Mapping[str, Any]) -> Drift:
     shows (default: psi, which every kind of column has); decisions at the job's threshold."""
     table = _Table(data, "drift")
     reference = table.get("reference", (str, dict), required=True)
-    if isinstance(reference, str):
+    if isinstance(reference, str) and reference != "previous":  # previous: the window before
         reference = reference if "://" in reference or Path(reference).is_absolute() \
             else os.fspath(base / reference)
     given: dict[str, Any] = {"reference": reference}
