@@ -139,3 +139,20 @@ def test_a_job_with_windows_compares_each_window_with_the_one_before(tmp_path):
     assert_frame_equal(rows.select(want.columns).sort(keys), want.sort(keys), rel_tol=1e-12,
                        check_exact=False)
     assert want.filter(pl.col("value").is_not_null()).height > 0
+
+
+def test_every_door_gives_the_same_drift(tmp_path, drifted):
+    """One drift request through the API, `mleval drift` and a report job: the same rows."""
+    want = me.drift(LAKE, {"model": "a"}, ["score", "decision"], by=["model", "region"],
+                    statistics=["ks", "psi"], bins=5, task="multilabel")
+    out = tmp_path / "drift.parquet"
+    assert main(["drift", str(LAKE), "--reference", "model=a", "--compared", "score,decision",
+                 "--by", "model,region", "--statistics", "ks,psi", "--bins", "5", "--task",
+                 "multilabel", "--format", "parquet", "-o", str(out)]) == 0
+    assert_frame_equal(pl.read_parquet(out), want, rel_tol=1e-12, check_exact=False)
+    text = DRIFT.replace('statistics = ["ks", "psi"]', 'statistics = ["ks", "psi"]\nbins = 5')
+    assert main(["report", str(_write_job(tmp_path, text)), "--output",
+                 str(tmp_path / "out")]) == 0
+    rows = pl.read_parquet(tmp_path / "out" / "drift.parquet").filter(
+        pl.col("segmentation") == "region")
+    assert_frame_equal(rows.select(want.columns), want, rel_tol=1e-12, check_exact=False)
