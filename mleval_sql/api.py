@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import polars as pl
 
-from mleval_sql import clustering, labels, uncertainty, windows
+from mleval_sql import clustering, estimation, labels, uncertainty, windows
 from mleval_sql.engines import (
     ENGINES,
     Engine,
@@ -30,6 +30,7 @@ from mleval_sql.engines import (
     errors_of,
     local_engines,
     make_engine,
+    memory_bytes,
 )
 from mleval_sql.engines.segments import with_progress
 from mleval_sql.errors import InputError, note_sklearn_default
@@ -38,6 +39,8 @@ from mleval_sql.progress import stage
 from mleval_sql.registry import CURVES, DECISIONS
 from mleval_sql.request import (
     DELONG,
+    ESTIMATED_METRICS,
+    ESTIMATED_VARIANCE,
     CurveKind,
     Plan,
     Request,
@@ -46,7 +49,7 @@ from mleval_sql.request import (
     unpack_segment,
     widen,
 )
-from mleval_sql.schema import Task, check_columns, check_probabilities, check_summary
+from mleval_sql.schema import Columns, Task, check_columns, check_probabilities, check_summary
 from mleval_sql.sources import Derived, Parquet, Source, as_source, underlying
 
 if TYPE_CHECKING:
@@ -236,9 +239,15 @@ def run(request: Request, source: Any) -> Outcome:
     >>> outcome.task, outcome.sizes["samples"].to_list()
     ('multilabel', [300, 300])
     """
+    parts = estimation.split(request, source)
+    if parts is not None:
+        return _with_estimates(request, source, *parts)
     derivation = derived(request, source)
     if derivation is not None:
-        done = run(derivation.request, derivation.source)
+        try:
+            done = run(derivation.request, derivation.source)
+        finally:
+            derivation.close()
         finish = derivation.finished
         return Outcome(done.task, None if done.table is None else finish(done.table),
                        finish(done.sizes), {kind: derivation.window.finished(t)
@@ -258,17 +267,52 @@ def run(request: Request, source: Any) -> Outcome:
                    done.sizes, _drawn(request, done, by))
 
 
+def _with_estimates(request: Request, source: Any, realised: Request | None,
+                    estimated: Request) -> Outcome:
+    """The realised metrics asked, run on the rows as they are, and the estimated ones, run on
+    their expected outcomes (:func:`mleval_sql.estimation.expected`), in one table."""
+    if estimated.engine is not None and ENGINES[estimated.engine].reader is not None:
+        raise InputError(f"estimated metrics run on the engines that read files and frames "
+                         f"({', '.join(local_engines())}), not on engine "
+                         f"{estimated.engine!r}")
+    ours = None if realised is None else run(replace(realised, wide=False), source)
+    expected = estimation.expected(estimated, source)
+    task = estimated.task or (ours.task if ours is not None else None)
+    if task is None and estimated.reference is not None:  # the labelled rows say
+        task = run(Request.build("check", columns=dict(estimated.columns)),
+                   estimated.reference).task
+    if task is None:  # per label, the estimates are the same whatever the classes' task
+        task = "multilabel" if estimated.column_map.label in expected.schema() else "binary"
+    theirs = run(replace(estimated, task=task, wide=False), expected)
+    assert theirs.table is not None
+    tables = [theirs.table] if ours is None or ours.table is None else [ours.table, theirs.table]
+    table = pl.concat(tables, how="diagonal_relaxed")
+    keys = table.columns[:table.columns.index("metric")]
+    rank = {m: i for i, m in enumerate(request.metrics or ())}
+    table = table.sort([*keys, pl.col("metric").replace_strict(rank, return_dtype=pl.Int32)],
+                       nulls_last=False, maintain_order=True)
+    return Outcome(task, widen(table, keys) if request.wide else table,
+                   theirs.sizes if ours is None else ours.sizes,
+                   {} if ours is None else ours.curves)
+
+
 @dataclass(frozen=True)
 class Derivation:
     """A request carried out on a derived input: ``request`` (without its window, outcomes
     and unlabelled rule; segmented by the window's columns first) on ``source`` (the outcomes
     joined, the window's columns made, the rows of unknown truth left out), then
-    :meth:`finished` lays its rows out."""
+    :meth:`finished` lays its rows out; :meth:`close` removes the files the outcomes were
+    joined into (else they go with the object)."""
 
     request: Request
     source: Source
     window: windows.Window | None
     coverage: pl.DataFrame | None  # label_coverage per segment, where truth may be unknown
+    joined: labels.Joined | None = None
+
+    def close(self) -> None:
+        if self.joined is not None:
+            self.joined.close()
 
     def finished(self, table: pl.DataFrame) -> pl.DataFrame:
         """``table`` with its window's columns laid out and its segments' coverage."""
@@ -301,12 +345,27 @@ def derived(request: Request, source: Any) -> Derivation | None:
     src: Source = as_source(source, storage_options=request.storage_options,
                             as_of=request.as_of)
     cols = request.column_map
+    joined = None
     if request.labels is not None:
         outcomes = as_source(request.labels, storage_options=request.storage_options)
         schema = src.schema()
-        src = Derived(src, labels.outcomes(
-            schema, outcomes, cols.sample, cols.label if cols.label in schema else None,
-            cols.truth))
+        join = labels.outcomes(schema, outcomes, cols.sample,
+                               cols.label if cols.label in schema else None, cols.truth)
+        budget = memory_bytes(request.memory_limit) if request.memory_limit else None
+        joined = labels.joined(src, join, memory_limit=budget)
+        src = joined.source
+    try:
+        return _derivation(request, src, cols, joined)
+    except BaseException:
+        if joined is not None:
+            joined.close()
+        raise
+
+
+def _derivation(request: Request, src: Source, cols: Columns,
+                joined: labels.Joined | None) -> Derivation:
+    """:func:`derived` once the outcomes are joined: the window's columns, the rows of unknown
+    truth left out, each segment's coverage."""
     by = list(request.by)
     if request.window is not None:
         src = windows.windowed(src, request.window, by)
@@ -319,7 +378,7 @@ def derived(request: Request, source: Any) -> Derivation | None:
         if request.unlabelled == "skip":
             src = Derived(src, labels.Known(cols.truth))
     inner = replace(request, window=None, labels=None, unlabelled="error", by=tuple(by))
-    return Derivation(inner, src, request.window, shares)
+    return Derivation(inner, src, request.window, shares, joined)
 
 
 def _drawn(request: Request, done: Execution, by: list[str]) -> dict[str, pl.DataFrame]:
@@ -370,7 +429,10 @@ def _execute(request: Request, source: Any) -> Execution:
         src = as_source(source, storage_options=request.storage_options, as_of=request.as_of)
     by = list(request.by)
     cols = request.column_map
-    used = [*cols.required().values(), cols.weight, *by]
+    # estimated metrics read each row's probability as its truth (estimation.Expected)
+    expected = bool(request.metrics) and set(request.metrics) <= set(ESTIMATED_METRICS)
+    used = [*(c for r, c in cols.required().items() if not (expected and r == "truth")),
+            cols.weight, *by]
     files = underlying(src)
     if isinstance(files, Parquet):
         files.check(used)  # before the engines read one file's schema for all
@@ -404,7 +466,8 @@ def _execute(request: Request, source: Any) -> Execution:
         if clusters:
             task: Task = clustering.check_summary(summary, cols, weight)
         else:
-            task = check_summary(summary, cols, weight, request.settled_task())
+            task = check_summary(summary, cols, weight, request.settled_task(),
+                                 expected=expected)
             entry.check_task(task)
         sizes = unpack_segment(summary.select(
             "segment", rows=pl.col("n_rows").cast(pl.Int64), samples="n_samples",
@@ -418,7 +481,7 @@ def _execute(request: Request, source: Any) -> Execution:
         else:
             check_probabilities(summary, cols, asked)
         params = request.engine_params(plan)
-        numeric = task in ("regression", "clustering")
+        numeric = task in ("regression", "clustering") or expected
         results = runner.results(plan.steps(), params, numeric_truth=numeric,
                                  keep=_with_labels(plan.rows()))
         _note_skipped_samples(results)
@@ -540,8 +603,12 @@ def _with_intervals(table: pl.DataFrame, plan: Plan, results: dict[str, pl.DataF
         resamples=plan.request.params["resamples"])
     delong = (uncertainty.delong_intervals(unpack_segment(results[DELONG], by), level=level)
               if plan.delong() else None)
+    expected = None if ESTIMATED_VARIANCE not in results else uncertainty.normal_intervals(
+        table, unpack_segment(results[ESTIMATED_VARIANCE], by), [*by, "metric", "label"],
+        level=level)
     return uncertainty.with_reasons(
-        uncertainty.with_intervals(table, keys, bootstrap=bootstrap, delong=delong),
+        uncertainty.with_intervals(table, keys, bootstrap=bootstrap, delong=delong,
+                                   expected=expected),
         level=level, resamples=plan.request.params["resamples"])
 
 

@@ -92,6 +92,11 @@ STEPS: dict[str, Step] = {s.name: s for s in (
     Step("drift_categories", ("drift_rows",), "drift_bins"),
     Step("drift_ecdf", ("drift_bins",)),
     Step("drift_binned", ("drift_bins", "drift_sizes"), None, ("epsilon",)),
+    # performance estimated without the truth: expected outcomes from each row's probability
+    Step("expected_points", ("predictions",), "expected_points"),
+    Step("estimated_counts", ("expected_points",), "estimated_counts", ("threshold",)),
+    Step("estimated_metrics", ("estimated_counts",), averaged=True),
+    Step("estimated_variance", ("expected_points", "estimated_counts")),
     # the rows of every averaged final step, read as label_values: the grid and the averages
     Step("label_averages", ("label_values",)),
     # the bootstrap: every sample's id, then the predictions once per replicate, weighed by the
@@ -161,9 +166,14 @@ REGRESSION = Family("regression", "regression_metrics", {"regression": ("regress
 #: Clustering: every metric from the contingency table (weight per class x cluster) of a segment.
 CLUSTERING = Family("clustering", "clustering_metrics", {"clustering": ("contingency",)})
 CONTINGENCY = Family("contingency", "contingency_cells", {"clustering": ("contingency",)})
+#: Performance estimated without the truth, per label (multiclass: one-vs-rest), from each
+#: row's probability of being true (mleval_sql/estimation.py makes it the truth column).
+ESTIMATED = Family("estimated", "estimated_metrics",
+                   dict.fromkeys(_SCORED, ("expected_points", "estimated_counts")),
+                   ("none", "macro", "weighted", "macro_std"))
 FAMILIES = (DECISIONS, MULTICLASS, SAMPLES, TOP_K, RANKING, OPERATING, SWEEP, OVO,
             LABEL_RANKING, PROBABILITY, PROBABILITY_MULTICLASS, CALIBRATION, REGRESSION,
-            CLUSTERING, CONTINGENCY)
+            CLUSTERING, CONTINGENCY, ESTIMATED)
 
 #: Steps read off another family's statistics when both are asked: with the curve in a
 #: request, the decision counts at the threshold and the ranking metrics come from its sorted
@@ -348,6 +358,25 @@ METRICS: dict[str, Metric] = _metrics(
     Metric("calibration_error", "expected calibration error: weighted mean |observed rate - "
            "mean score| over n_bins equal-width bins", dict.fromkeys(_SCORED, CALIBRATION),
            params=("n_bins",), probabilities=True),
+    # estimated without the truth (confidence-based estimation): each row's probability of
+    # being true is its score, or its score through a calibration map learnt on labelled rows
+    Metric("estimated_accuracy", "expected share of right decisions at the threshold, each "
+           "row's outcome drawn with its probability (per label)",
+           dict.fromkeys(_SCORED, ESTIMATED), probabilities=True,
+           undefined="no weight (every weight is 0)"),
+    Metric("estimated_precision", "expected tp / expected (tp + fp) at the threshold",
+           dict.fromkeys(_SCORED, ESTIMATED), probabilities=True,
+           undefined="nothing predicted positive"),
+    Metric("estimated_recall", "expected tp / expected positive weight at the threshold",
+           dict.fromkeys(_SCORED, ESTIMATED), probabilities=True,
+           undefined="no expected positive weight (every probability is 0)"),
+    Metric("estimated_f1", "2 expected tp / (2 expected tp + expected fp + expected fn)",
+           dict.fromkeys(_SCORED, ESTIMATED), probabilities=True,
+           undefined="no expected positive weight and nothing predicted positive"),
+    Metric("estimated_roc_auc", "ROC AUC of the expected outcomes: each row a positive of its "
+           "probability's weight and a negative of the rest",
+           dict.fromkeys(_SCORED, ESTIMATED), probabilities=True,
+           undefined="no expected positive or no expected negative weight"),
     # regression
     Metric("mse", "mean squared error", {"regression": REGRESSION},
            only_averages=("none", "macro"),

@@ -36,6 +36,7 @@ from mleval_sql.registry import (
     AVERAGES,
     CURVES,
     DECISIONS,
+    ESTIMATED,
     FUSED,
     METRICS,
     RANKING,
@@ -44,6 +45,7 @@ from mleval_sql.registry import (
     SWEEP,
     Family,
     default_averages,
+    metrics_of,
 )
 from mleval_sql.schema import TASKS, Columns, InputError, Task
 from mleval_sql.windows import Window
@@ -69,6 +71,10 @@ COMPARE_LEVEL = 0.95
 #: The step of DeLong's variance of a label's ROC AUC (intervals), and of each row's placement
 #: value (a paired comparison's).
 DELONG, PLACEMENTS = "delong", "placements"
+#: The estimated metrics, and the step of how far their realised values may lie (intervals).
+ESTIMATED_METRICS, ESTIMATED_VARIANCE = metrics_of(ESTIMATED), "estimated_variance"
+#: How the estimated metrics read scores as probabilities (mleval_sql/estimation.py).
+CALIBRATIONS = ("isotonic", "histogram", "none")
 #: The result column of an operating point's own threshold (``threshold`` is the one given).
 OPERATING_THRESHOLD = "operating_threshold"
 
@@ -184,8 +190,15 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "reference's rows of the same segment where it has the segment's columns, all of "
            "them where not), or COL=VALUE (the input's rows where it holds, against each other "
            "value's rows, segment by segment and window by window), or previous (with "
-           "windows: each window against the one before); a statement's: a table or COL=VALUE",
-           _DRIFT, metavar="PATH|COL=VALUE|previous"),
+           "windows: each window against the one before); a statement's: a table or COL=VALUE. "
+           "evaluate: labelled rows (a path or a frame) that the estimated_* metrics' "
+           "calibration map is learnt on", ("drift", "evaluate"),
+           metavar="PATH|COL=VALUE|previous", commands=("drift", "evaluate")),
+    Option("calibration", "how the estimated_* metrics read scores as probabilities: "
+           "isotonic (default with a reference) or histogram (n_bins bins of equal reference "
+           "weight), a map per label learnt on the reference's rows; none (default without "
+           "one): the scores are calibrated probabilities", ("evaluate",), statement=False,
+           choices=CALIBRATIONS),
     Option("compared", "the columns drift compares: score (per label), decision (score >= "
            "threshold, per label), truth (per label), or a column with one value per sample "
            "(numeric, else categorical)", _DRIFT, arity="list", metavar="COL",
@@ -279,6 +292,7 @@ class Request:
     statistics: tuple[str, ...] | None = None  # None: by each compared column's kind
     edges: tuple[float, ...] | None = None
     epsilon: float = 1e-4
+    calibration: str | None = None  # None: isotonic with a reference, none without
 
     @classmethod
     def build(cls, action: Action, *, _statement: bool = False, **given: Any) -> Request:
@@ -319,6 +333,8 @@ class Request:
         if action == "drift" and values.get("reference") is None:
             raise InputError("drift: name the reference (reference=, --reference): a path, a "
                              "frame, or {column: value} selecting the input's reference rows")
+        if action == "evaluate":
+            _check_estimation(values)
         if action == "slices" and not values.get("over"):
             raise InputError("slices: name the columns slices are made of (over=, --over)")
         if values["params"]["ci"] is None and given.keys() & {"resamples", "seed"}:
@@ -347,7 +363,13 @@ class Request:
         if given.get("connection") is not None and given.get("schema_from") is not None:
             raise InputError("connection= and schema_from=: the table's columns come from one "
                              "of them")
-        return cls.build(action, _statement=True, **given)
+        request = cls.build(action, _statement=True, **given)
+        estimated = [m for m in request.metrics or () if m in ESTIMATED_METRICS]
+        if estimated:
+            raise InputError(f"{estimated[0]}: a statement reads the table's truth, and an "
+                             "estimated metric reads each row's probability instead; evaluate "
+                             "gives it (engine polars or duckdb)")
+        return request
 
     # -- the task ---------------------------------------------------------------------------
 
@@ -650,6 +672,22 @@ def _curves(value: str | Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(kinds))
 
 
+def _check_estimation(values: Mapping[str, Any]) -> None:
+    """An evaluation's reference and calibration go with the estimated metrics they serve."""
+    estimated = [m for m in values.get("metrics") or () if m in ESTIMATED_METRICS]
+    for name in ("reference", "calibration"):
+        if values.get(name) is not None and not estimated:
+            raise InputError(f"evaluate: {name}= serves the estimated metrics "
+                             f"({', '.join(ESTIMATED_METRICS)}); none is asked")
+    if isinstance(values.get("reference"), Mapping):
+        raise InputError("evaluate: the reference the calibration map is learnt on is a "
+                         "source of labelled rows (a path or a frame), not {column: value}")
+    if values.get("calibration") in ("isotonic", "histogram") \
+            and values.get("reference") is None:
+        raise InputError(f"calibration={values['calibration']!r} is learnt on labelled rows: "
+                         "name them (reference=, --reference)")
+
+
 def _reference(value: Any) -> Any:
     """A source, or ``{column: value}`` (``COL=VALUE`` on the command line: a text)."""
     if isinstance(value, Mapping):
@@ -771,6 +809,8 @@ class Plan:
             paired = self.request.model is not None  # a comparison of models: each placement
             ordered.update(dict.fromkeys((*CURVES["roc"][:-1], "block_placements",
                                           DELONG, *([PLACEMENTS] if paired else []))))
+        if self.request.params["ci"] is not None and ESTIMATED.name in self.families:
+            ordered.update(dict.fromkeys((*ESTIMATED.steps(self.task)[:-1], ESTIMATED_VARIANCE)))
         ordered.update(dict.fromkeys(self.drawn))  # read off the same statistics
         fused: dict[str, None] = {}
         for step in ordered:  # a statistic another step's pass also gives is read off that
@@ -791,7 +831,8 @@ class Plan:
         for name, wanted in self.keep.items():
             for metric, averages in wanted.items():
                 for average in averages:
-                    if not (self.delong() and metric == "roc_auc" and average is None):
+                    if not (self.delong() and metric == "roc_auc" and average is None) \
+                            and name != ESTIMATED.name:  # theirs: estimated_variance
                         plan.add(self.families[name], metric, average)
         return plan if plan.keep else None
 
@@ -804,8 +845,11 @@ class Plan:
         reliability curve reads scores as probabilities)."""
         if self.curve:
             return ["a reliability table"] if self.request.kind == "reliability" else []
+        calibrated = (self.request.calibration or ("isotonic" if self.request.reference
+                                                   is not None else "none")) != "none"
         return [m for m in self.request.metric_names(self.task)
-                if METRICS[m].probabilities or METRICS[m].whole_weights]
+                if (METRICS[m].probabilities or METRICS[m].whole_weights)
+                and not (calibrated and m in ESTIMATED_METRICS)]
 
     def shown(self, family: Family) -> list[str]:
         """The parameters shown as result columns on this family's rows (``Param.column``)."""

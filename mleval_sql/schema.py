@@ -141,11 +141,12 @@ def check_weight_and_segments(schema: pl.Schema, columns: Columns, by: Sequence[
 
 
 def check_summary(summary: pl.DataFrame, columns: Columns, weight: str | None,
-                  task: Task | None) -> Task:
+                  task: Task | None, *, expected: bool = False) -> Task:
     """Raise the first problem the validation summary shows; return the task (inferred if None).
 
     Regression is never inferred (a stray 2 in a 0/1 column is an error, not a new task): the
-    caller passes it, or asks for regression metrics only.
+    caller passes it, or asks for regression metrics only. ``expected``: the truth column
+    holds each row's probability (estimated metrics), and the task is the one given.
     """
     total = summary.select(pl.col(c).sum() for c in (
         "n_rows", "null_sample", "null_label", "null_score", "nan_score", "null_truth",
@@ -157,7 +158,7 @@ def check_summary(summary: pl.DataFrame, columns: Columns, weight: str | None,
     for key, col, what in [
         ("null_sample", columns.sample, "null"), ("null_label", columns.label, "null"),
         ("null_score", columns.score, "null"), ("nan_score", columns.score, "NaN or infinite"),
-        ("null_truth", columns.truth, "null"), truth_check,
+        *([] if expected else [("null_truth", columns.truth, "null"), truth_check]),
     ]:
         if total[key]:
             count = (f"{total[key]} value(s) {what}" if what.startswith("outside")
@@ -192,6 +193,9 @@ def check_summary(summary: pl.DataFrame, columns: Columns, weight: str | None,
     if total["uneven_weight"]:
         raise InputError(f"sample {example('example_weight')!r} has different weights on its "
                          f"rows; {weight!r} must be constant within a sample")
+    if expected:
+        assert task is not None
+        return task
     return _task(summary, columns, task)
 
 

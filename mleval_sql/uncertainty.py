@@ -77,11 +77,26 @@ def delong_intervals(delong: pl.DataFrame, *, level: float) -> pl.DataFrame:
         ci_high=(pl.col("auc") + se).clip(0.0, 1.0))
 
 
+def normal_intervals(table: pl.DataFrame, variances: pl.DataFrame, keys: Sequence[str], *,
+                     level: float) -> pl.DataFrame:
+    """``keys``, ``average``, ``ci_low`` and ``ci_high``: value ± z·SD clipped to [0, 1] on
+    the rows of ``table`` whose ``variances`` (one per key, a label's) are known; the averages
+    over labels of their metrics get no interval (null). An estimated metric's."""
+    se = pl.col("variance").sqrt() * z_value(level)
+    rows = table.filter(pl.col("metric").is_in(variances["metric"].unique().implode())).join(
+        variances.with_columns(average=pl.lit(None, pl.String)), on=[*keys, "average"],
+        how="left", nulls_equal=True)
+    return rows.select(*keys, "average", ci_low=(pl.col("value") - se).clip(0.0, 1.0),
+                       ci_high=(pl.col("value") + se).clip(0.0, 1.0))
+
+
 def with_intervals(table: pl.DataFrame, keys: Sequence[str], *, bootstrap: pl.DataFrame | None,
-                   delong: pl.DataFrame | None) -> pl.DataFrame:
+                   delong: pl.DataFrame | None,
+                   expected: pl.DataFrame | None = None) -> pl.DataFrame:
     """``table`` with the interval columns: DeLong's on the rows ``delong`` has (a label's ROC
     AUC, keyed by the segment columns and ``label``), the bootstrap's on the rows of
-    ``bootstrap`` (:func:`percentile_intervals`, keyed by ``keys``); null elsewhere."""
+    ``bootstrap`` (:func:`percentile_intervals`, keyed by ``keys``), an estimated metric's on
+    the rows of ``expected`` (:func:`normal_intervals`); null elsewhere."""
     out = table.with_columns(ci_low=pl.lit(None, pl.Float64), ci_high=pl.lit(None, pl.Float64),
                              ci_method=pl.lit(None, pl.String),
                              ci_resamples=pl.lit(None, pl.Int64))
@@ -93,6 +108,9 @@ def with_intervals(table: pl.DataFrame, keys: Sequence[str], *, bootstrap: pl.Da
         found.append((delong.with_columns(metric=pl.lit("roc_auc"),
                                           average=pl.lit(None, pl.String),
                                           ci_method=pl.lit("delong")), on))
+    if expected is not None:
+        on = [k for k in keys if k in expected.columns]
+        found.append((expected.with_columns(ci_method=pl.lit("expected")), on))
     for rows, on in found:
         out = out.join(rows.select(*on, *(c for c in CI_COLUMNS if c in rows.columns)), on=on,
                        how="left", nulls_equal=True, maintain_order="left", suffix="_found")
@@ -115,6 +133,8 @@ def with_reasons(table: pl.DataFrame, *, level: float, resamples: int) -> pl.Dat
         undefined).otherwise(pl.concat_str(undefined, pl.lit(", for every label")))
     interval = pl.when(pl.col("ci_method") == "delong").then(pl.lit(
         "DeLong's variance needs a positive and a negative weight above 1")).when(
+        pl.col("ci_method") == "expected").then(pl.lit(
+            "an estimate's interval is per label, where the estimate is defined")).when(
         pl.col("ci_method") == "bootstrap").then(pl.format(
             "defined in {} of {} resamples (fewer than {})", "ci_resamples", pl.lit(resamples),
             pl.lit(enough)))

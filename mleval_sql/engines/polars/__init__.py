@@ -13,6 +13,7 @@ from mleval_sql.engines.polars import (
     clustering,
     decisions,
     drift,
+    estimation,
     label_ranking,
     multiclass,
     probability,
@@ -27,6 +28,7 @@ from mleval_sql.engines.polars.bootstrap import *  # noqa: F403
 from mleval_sql.engines.polars.clustering import *  # noqa: F403
 from mleval_sql.engines.polars.decisions import *  # noqa: F403
 from mleval_sql.engines.polars.drift import *  # noqa: F403
+from mleval_sql.engines.polars.estimation import *  # noqa: F403
 from mleval_sql.engines.polars.label_ranking import *  # noqa: F403
 from mleval_sql.engines.polars.multiclass import *  # noqa: F403
 from mleval_sql.engines.polars.probability import *  # noqa: F403
@@ -37,6 +39,6 @@ from mleval_sql.engines.polars.sweeps import *  # noqa: F403
 from mleval_sql.engines.polars.validate import *  # noqa: F403
 
 __all__ = sorted({name for module in (averages, bootstrap, clustering, decisions, drift,
-                                      label_ranking, multiclass, probability, ranking,
+                                      estimation, label_ranking, multiclass, probability, ranking,
                                       regression, samples, sweeps, validate)
                   for name in module.__all__})

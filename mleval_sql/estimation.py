@@ -1,0 +1,237 @@
+"""Performance before the truth arrives: the ``estimated_*`` metrics (confidence-based
+estimation).
+
+Where scores are probabilities, a row's outcome is expected to be true with its probability
+``q``: the expected confusion counts at the threshold are sums of ``w q`` and ``w (1 - q)``, and
+the expected ROC AUC is that of the rows taken as a positive of weight ``w q`` and a negative of
+weight ``w (1 - q)`` (queries/expected_points.sql and the steps after it). An estimated metric
+is asked like any other (``me.evaluate(current, metrics=["estimated_f1", "f1"])``): its rows are
+those of a request run on :class:`Expected` rows, whose truth column holds ``q``; the realised
+metrics asked beside it run on the rows as they are.
+
+Scores that are not calibrated probabilities are mapped first, per label, by a calibration map
+learnt on labelled rows (``reference=``): ``isotonic`` (the weighted isotonic regression of the
+truth on the score, read between its points linearly and clipped at its ends, as
+scikit-learn's ``IsotonicRegression(out_of_bounds="clip")``) or ``histogram`` (the reference's
+positive rate in each of ``n_bins`` score bins of equal reference weight).
+
+With ``ci``, each label's estimate gets the interval in which its realised value lies when the
+outcomes are drawn independently with their probabilities: ``estimate ± z·sd``, the variance to
+first order (queries/estimated_variance.sql), ``ci_method`` "expected".
+
+>>> import polars as pl
+>>> ref = pl.DataFrame({"sample": range(6), "score": [0.1, 0.2, 0.3, 0.6, 0.7, 0.9],
+...                     "truth": [0, 1, 0, 1, 1, 1]})
+>>> knots = calibration_map(ref.lazy(), "isotonic", score="score", truth="truth",
+...                         label=None, weight=None, n_bins=10)
+>>> Expected("truth", "score", None, knots).polars(ref.lazy()).collect()["truth"].to_list()
+[0.0, 0.5, 0.5, 1.0, 1.0, 1.0]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from mleval_sql.errors import InputError
+from mleval_sql.request import ESTIMATED_METRICS, Request
+from mleval_sql.sources import Derived, Source, as_source
+
+if TYPE_CHECKING:  # SQL is written only where a request reads it: sqlglot loads then
+    from sqlglot import exp
+
+#: A calibration map's columns: per label, the scores in [low, high) get level + slope (score
+#: - low).
+KNOTS = ("low", "high", "level", "slope")
+
+
+def split(request: Request, source: Any) -> tuple[Request | None, Request] | None:
+    """The request of the realised metrics asked (None: none) and that of the estimated ones,
+    or None where no estimated metric is asked or ``source`` is already the expected rows."""
+    asked = request.metrics or ()
+    estimated = tuple(m for m in asked if m in ESTIMATED_METRICS)
+    if not estimated or _is_expected(source):
+        return None
+    realised = tuple(m for m in asked if m not in ESTIMATED_METRICS)
+    rest = replace(request, metrics=realised, reference=None, calibration=None) \
+        if realised else None
+    # the truth is the probability: outcomes, unknown truth and curves are the realised rows'
+    return rest, replace(request, metrics=estimated, labels=None, unlabelled="error",
+                         curves=())
+
+
+def _is_expected(source: Any) -> bool:
+    """Whether ``source`` is rows with their expected outcomes (:class:`Expected`)."""
+    while isinstance(source, Derived):
+        if isinstance(source.derive, Expected):
+            return True
+        source = source.inner
+    return False
+
+
+def expected(request: Request, source: Any) -> Source:
+    """``source`` with its truth column holding each row's probability of being true (the
+    score, or the score through the calibration map ``request`` asks for)."""
+    cols = request.column_map
+    src = as_source(source, storage_options=request.storage_options, as_of=request.as_of)
+    label = cols.label if cols.label in src.schema() else None
+    method = request.calibration or ("isotonic" if request.reference is not None else "none")
+    knots = None
+    if method != "none":
+        reference = as_source(request.reference, storage_options=request.storage_options)
+        schema = reference.schema()
+        missing = [c for c in (cols.score, cols.truth, *([label] if label else []))
+                   if c not in schema]
+        if missing:
+            raise InputError(f"reference: the labelled rows have no column {missing[0]!r} "
+                             f"(the calibration map reads score, truth and label); they have "
+                             f"{sorted(schema.names())}")
+        weight = cols.weight if cols.weight in schema else None
+        knots = calibration_map(reference.polars(), method, score=cols.score, truth=cols.truth,
+                                label=label, weight=weight,
+                                n_bins=int(request.params["n_bins"]))  # type: ignore[call-overload]
+        if label is not None:
+            _check_labels(src, reference, label, knots)
+    return Derived(src, Expected(cols.truth, cols.score, label, knots,
+                                 replaces=cols.truth in src.schema()))
+
+
+def _check_labels(current: Source, reference: Source, label: str, knots: pl.DataFrame) -> None:
+    """Every label of the input has a calibration map, learnt on labels of its type."""
+    ours, theirs = current.schema()[label], reference.schema()[label]
+    if ours != theirs:
+        raise InputError(f"reference: label column {label!r} is {theirs} there and {ours} in "
+                         "the input; the calibration map is learnt per label")
+    found = current.polars().select(pl.col(label).unique()).collect()[label]
+    lacking = found.filter(~found.is_in(knots[label].implode()))
+    if lacking.len():
+        raise InputError(f"reference: no labelled row of label {lacking.sort()[0]!r} to learn "
+                         f"its calibration map on ({lacking.len()} label(s) of the input lack "
+                         "one)")
+
+
+def calibration_map(reference: pl.LazyFrame, method: str, *, score: str, truth: str,
+                    label: str | None, weight: str | None, n_bins: int) -> pl.DataFrame:
+    """The calibration map learnt on labelled rows: per label (where ``label`` is given), the
+    rows ``low, high, level, slope`` (:data:`KNOTS`) that cover every score."""
+    w = pl.col(weight).cast(pl.Float64) if weight is not None else pl.lit(1.0)
+    y = pl.col(truth).cast(pl.Float64)
+    keys = [label] if label is not None else []
+    bad = reference.select(
+        nulls=pl.col(truth).is_null().sum() + pl.col(score).is_null().sum(),
+        outside=(~y.is_in([0.0, 1.0])).sum()).collect().row(0, named=True)
+    if bad["nulls"] or bad["outside"]:
+        raise InputError(f"reference: the calibration map is learnt on labelled rows; "
+                         f"{bad['nulls']} null score or truth value(s) and {bad['outside']} "
+                         f"truth value(s) outside {{0, 1}}")
+    points = (reference.select(*keys, x=pl.col(score).cast(pl.Float64), w=w, wy=w * y)
+              .filter(pl.col("w") > 0).group_by(*keys, "x").agg(pl.col("w", "wy").sum())
+              .sort(*keys, "x").collect())
+    if points.is_empty():
+        raise InputError("reference: no labelled row with a positive weight to learn the "
+                         "calibration map on")
+    fit = _isotonic if method == "isotonic" else _histogram
+    parts = [fit(part, n_bins).select(*(pl.lit(part[label][0]).alias(label) for _ in keys),
+                                      *KNOTS)
+             for part in (points.partition_by(label, maintain_order=True) if keys
+                          else [points])]
+    return pl.concat(parts)
+
+
+def _isotonic(points: pl.DataFrame, n_bins: int) -> pl.DataFrame:
+    """The weighted isotonic fit at each distinct score, joined linearly, flat beyond."""
+    from scipy.optimize import isotonic_regression
+
+    x = points["x"].to_numpy()
+    fitted = isotonic_regression((points["wy"] / points["w"]).to_numpy(),
+                                 weights=points["w"].to_numpy(), increasing=True).x
+    level = pl.Series(fitted)
+    inner = pl.DataFrame({"low": x[:-1], "high": x[1:], "level": fitted[:-1],
+                          "slope": (level.slice(1) - level.slice(0, len(x) - 1))
+                          / (pl.Series(x[1:]) - pl.Series(x[:-1]))})
+    ends = pl.DataFrame({"low": [float("-inf"), x[-1]], "high": [x[0], float("inf")],
+                         "level": [fitted[0], fitted[-1]], "slope": [0.0, 0.0]})
+    return pl.concat([ends.head(1), inner, ends.tail(1)])
+
+
+def _histogram(points: pl.DataFrame, n_bins: int) -> pl.DataFrame:
+    """The positive rate in each of ``n_bins`` bins of equal weight (ties keep a score in one
+    bin, so there may be fewer)."""
+    share = points["w"].cum_sum() / points["w"].sum()
+    binned = points.with_columns(bin=(share * n_bins - 1e-12).floor().clip(0, n_bins - 1)
+                                 .cast(pl.Int64)).group_by("bin", maintain_order=True).agg(
+        low=pl.col("x").first(), level=pl.col("wy").sum() / pl.col("w").sum())
+    lows = binned["low"].to_list()
+    return pl.DataFrame({"low": [float("-inf"), *lows[1:]], "high": [*lows[1:], float("inf")],
+                         "level": binned["level"], "slope": 0.0})
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The rows with ``truth`` the probability that each is true: its ``score``, or the score
+    through ``knots`` (:func:`calibration_map`), a derivation of an input."""
+
+    truth: str
+    score: str
+    label: str | None
+    knots: pl.DataFrame | None
+    replaces: bool = True  # the input has a truth column (else it gains one)
+
+    def _mapped(self, knots: pl.DataFrame) -> pl.Expr:
+        """The knot's line at the score: the knot found by a search of its lows."""
+        score = pl.col(self.score).cast(pl.Float64)
+        at = pl.lit(knots["low"]).search_sorted(score, side="right") - 1
+        slope, level = pl.lit(knots["slope"]).gather(at), pl.lit(knots["level"]).gather(at)
+        # a flat knot is its level (the ends' low is -inf: no line through it)
+        return pl.when(slope == 0).then(level).otherwise(
+            level + slope * (score - pl.lit(knots["low"]).gather(at)))
+
+    def polars(self, frame: pl.LazyFrame) -> pl.LazyFrame:
+        if self.knots is None:
+            return frame.with_columns(pl.col(self.score).cast(pl.Float64).alias(self.truth))
+        if self.label is None:
+            probability = self._mapped(self.knots)
+        else:
+            probability = pl.lit(None, pl.Float64)
+            for part in reversed(self.knots.partition_by(self.label, maintain_order=True)):
+                probability = pl.when(pl.col(self.label) == part[self.label][0]).then(
+                    self._mapped(part)).otherwise(probability)
+        return frame.with_columns(probability.clip(0.0, 1.0).alias(self.truth))
+
+    def sql(self, table: exp.Expression) -> exp.Query:
+        from sqlglot import exp
+
+        def col(name: str, of: str) -> exp.Column:
+            return exp.column(exp.to_identifier(name, quoted=True), table=exp.to_identifier(of))
+
+        score = exp.cast(col(self.score, "p"), "DOUBLE")
+        query = exp.select(exp.Star()).from_(exp.alias_(table.copy(), "p"))
+        probability: exp.Expression = score
+        if self.knots is not None:
+            names = [*([self.label] if self.label else []), *KNOTS]
+            values = exp.values([tuple(_literal(v) for v in row) for row in
+                                 self.knots.select(names).iter_rows()], alias="k",
+                                columns=[exp.to_identifier(n, quoted=True) for n in names])
+            on = exp.and_(score >= col("low", "k"), score < col("high", "k"),
+                          *([exp.EQ(this=col(self.label, "p"), expression=col(self.label, "k"))]
+                            if self.label else []))
+            line = exp.If(this=exp.EQ(this=col("slope", "k"), expression=exp.Literal.number(0)),
+                          true=col("level", "k"),
+                          false=col("level", "k") + col("slope", "k") * (score - col("low", "k")))
+            probability = exp.func("greatest", exp.func("least", line, exp.Literal.number(1)),
+                                   exp.Literal.number(0))
+            query = query.join(values, on=on, join_type="left")
+        named = exp.alias_(probability, self.truth, quoted=True)
+        ours = exp.Star(**{"replace": [named]}) if self.replaces else exp.Star()
+        return query.select(exp.Column(this=ours, table=exp.to_identifier("p")),
+                            *([] if self.replaces else [named]), append=False)
+
+
+def _literal(value: Any) -> exp.Expression:
+    from sqlglot import exp
+
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):
+        return exp.cast(exp.Literal.string("inf" if value > 0 else "-inf"), "DOUBLE")
+    return exp.convert(value)
