@@ -4,6 +4,7 @@ data, in one run.
 
     python benchmarks/drift.py                                   # 10M rows against 1M
     python benchmarks/drift.py --samples 100_000 --reference 10_000 --memory-limit 1GB
+    python benchmarks/drift.py --evidently-python /tmp/evidently-venv/bin/python
 
 The lakes are :func:`lake.make_lake`'s (``segment=sK/part-N.parquet``, ``sample, label,
 score, truth``): the current one of ``--samples`` samples x 10 labels, the reference of
@@ -19,13 +20,30 @@ score, truth``): the current one of ``--samples`` samples x 10 labels, the refer
   (``numpy.quantile(method="inverted_cdf")``, right-closed bins).
 
 Every mleval step's numbers are checked against scipy's (the largest relative difference).
+
+``--evidently-python PYTHON`` adds ``evidently``: Evidently (a benchmark-only comparison, never
+a dependency: PYTHON is another virtualenv's interpreter, where ``pip install evidently``
+ran) on the same lakes, loaded with pyarrow into pandas, a ``Report`` per segment of a
+``ValueDrift`` per label's score column (the labels pivoted to columns) and method ``ks``,
+``wasserstein`` and ``psi``. Its values are not all this project's: its ``ks`` is the test's
+p-value (compared with ``me.drift``'s ``p_value``), its ``wasserstein`` the distance divided by
+the reference's standard deviation (multiplied back here before comparing), its ``psi`` over
+Sturges's equal-width bins of both sides' values (not the reference's quantiles: told, not
+compared). The step is stopped past ``--evidently-timeout`` seconds or ``--evidently-max-rss``
+MiB of memory, and its failure, time and memory so far are told.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
+import subprocess
 import sys
+import tempfile
+import threading
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -39,6 +57,8 @@ def run_child(step: str, args: argparse.Namespace) -> dict:
     """One step, run here (in the child): its numbers by ``segment|label|statistic``."""
     if step == "scipy":
         return scipy_numbers(Path(args.current), Path(args.reference), args.bins)
+    if step == "evidently":
+        return evidently_numbers(Path(args.current), Path(args.reference))
     import mleval_sql as me
 
     kind, engine = step.split("-")
@@ -48,8 +68,11 @@ def run_child(step: str, args: argparse.Namespace) -> dict:
         return {}
     rows = me.drift(args.current, args.reference, by="segment", statistics=STATISTICS,
                     bins=args.bins, engine=engine, memory_limit=args.memory_limit)
-    return {f"{r['segment']}|{r['label']}|{r['statistic']}": r["value"]
-            for r in rows.iter_rows(named=True)}
+    numbers = {f"{r['segment']}|{r['label']}|{r['statistic']}": r["value"]
+               for r in rows.iter_rows(named=True)}
+    numbers.update({f"{r['segment']}|{r['label']}|ks_p_value": r["p_value"]
+                    for r in rows.filter(statistic="ks").iter_rows(named=True)})
+    return numbers
 
 
 def scipy_numbers(current: Path, reference: Path, bins: int) -> dict:
@@ -86,6 +109,90 @@ def scipy_numbers(current: Path, reference: Path, bins: int) -> dict:
     return numbers
 
 
+def evidently_numbers(current: Path, reference: Path) -> dict:
+    """Evidently's ``ks`` (a p-value), ``wasserstein`` (normed) and ``psi`` of each segment
+    and label: a Report per segment, the labels' scores as columns."""
+    import numpy as np
+    import pyarrow.dataset as ds
+    from evidently import DataDefinition, Dataset, Report
+    from evidently.metrics import ValueDrift
+
+    def load(folder: Path) -> dict:
+        frame = ds.dataset(folder, partitioning="hive").to_table(
+            columns=["segment", "sample", "label", "score"]).to_pandas()
+        frame["label"] = frame["label"].astype(str)
+        return {str(segment): part.pivot(index="sample", columns="label", values="score")
+                for segment, part in frame.groupby("segment", observed=True)}
+
+    cur, ref = load(current), load(reference)
+    numbers: dict = {}
+    for segment, reference_rows in ref.items():
+        columns = [str(c) for c in reference_rows.columns]
+        definition = DataDefinition(numerical_columns=columns)
+        report = Report([ValueDrift(column=c, method=m) for c in columns
+                         for m in ("ks", "wasserstein", "psi")])
+        snapshot = report.run(Dataset.from_pandas(cur[segment], data_definition=definition),
+                              Dataset.from_pandas(reference_rows, data_definition=definition))
+        for metric in snapshot.dict()["metrics"]:
+            column, method = metric["config"]["column"], metric["config"]["method"]
+            key = f"{segment}|{column}"
+            if method == "wasserstein":  # normed by the reference's std, as Evidently norms it
+                norm = max(float(np.std(reference_rows[column].dropna())), 0.001)
+                numbers[f"{key}|wasserstein_normed"] = float(metric["value"])
+                numbers[f"{key}|wasserstein"] = float(metric["value"]) * norm
+            else:
+                numbers[f"{key}|{'ks_p_value' if method == 'ks' else method}"] = float(
+                    metric["value"])
+    return numbers
+
+
+def measure_bounded(step: str, cmd: list[str], timeout: float, max_rss_mib: float) -> dict:
+    """``cmd`` run as a child as :func:`lake.in_child` runs it, but stopped past ``timeout``
+    seconds or ``max_rss_mib`` of resident memory (polled: on a shared machine a library that
+    does not fit is stopped before the kernel's OOM killer picks a process): its failure, if
+    it failed, with the time and memory until then."""
+    start = time.perf_counter()
+    with tempfile.TemporaryFile(mode="w+") as errors:
+        child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errors, text=True)
+        done, stopped = threading.Event(), []
+
+        def watch() -> None:  # never waits on the child: wait4 below reaps it, with its usage
+            while not done.wait(0.2):
+                try:
+                    status = Path(f"/proc/{child.pid}/status").read_text()
+                    rss = int(next(line.split()[1] for line in status.splitlines()
+                                   if line.startswith("VmRSS:"))) / 1024
+                except (OSError, StopIteration):
+                    rss = 0.0
+                if time.perf_counter() - start > timeout:
+                    stopped.append(f"stopped after {timeout:.0f} s")
+                elif rss > max_rss_mib:
+                    stopped.append(f"stopped at {rss:,.0f} MiB of memory")
+                if stopped:
+                    os.kill(child.pid, signal.SIGKILL)
+                    return
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        output = child.stdout.read() if child.stdout else ""
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        done.set()
+        watcher.join()
+        seconds = time.perf_counter() - start
+        run = {"step": step, "seconds": seconds, "numbers": {},
+               "cpu_seconds": usage.ru_utime + usage.ru_stime,
+               "peak_rss_mib": usage.ru_maxrss / 1024}
+        if stopped or child.returncode:
+            errors.seek(0)
+            tail = [line for line in errors.read().splitlines() if line.strip()][-1:]
+            run["failed"] = stopped[0] if stopped else (
+                f"exit status {child.returncode}" + (f": {tail[0]}" if tail else ""))
+            return run
+        run["numbers"] = json.loads(output)
+        return run
+
+
 def measure(step: str, args: argparse.Namespace) -> dict:
     cmd = [sys.executable, __file__, "--child", step, "--current", args.current,
            "--reference", args.reference, "--bins", str(args.bins)]
@@ -104,6 +211,12 @@ def main() -> None:
     parser.add_argument("--bins", type=int, default=10)
     parser.add_argument("--memory-limit", default="1GB")
     parser.add_argument("--folder", default="/tmp/mleval-drift")
+    parser.add_argument("--evidently-python", default=None,
+                        help="another virtualenv's python, with evidently installed")
+    parser.add_argument("--evidently-timeout", type=float, default=1800.0,
+                        help="seconds before the evidently step is stopped")
+    parser.add_argument("--evidently-max-rss", type=float, default=16384.0,
+                        help="MiB of resident memory at which the evidently step is stopped")
     parser.add_argument("--child", default=None)
     parser.add_argument("--current", default=None)
     args = parser.parse_args()
@@ -132,6 +245,30 @@ def main() -> None:
             said = f"  {r['seconds'] / auc:.2f}x the AUC; against scipy {gap:.1e}"
         print(f"{r['step']:>13}: {r['seconds']:7.2f} s  cpu {r['cpu_seconds']:7.2f} s  "
               f"peak {r['peak_rss_mib']:6.0f} MiB{said}")
+    if args.evidently_python:
+        cmd = [args.evidently_python, __file__, "--child", "evidently", "--current",
+               args.current, "--reference", args.reference]
+        run = measure_bounded("evidently", cmd, args.evidently_timeout, args.evidently_max_rss)
+        print(f"{'evidently':>13}: {run['seconds']:7.2f} s  cpu {run['cpu_seconds']:7.2f} s  "
+              f"peak {run['peak_rss_mib']:6.0f} MiB  "
+              + (f"FAILED: {run['failed']}" if "failed" in run
+                 else evidently_agreement(run["numbers"], by["drift-polars"]["numbers"])))
+
+
+def evidently_agreement(theirs: dict, ours: dict) -> str:
+    """How Evidently's values stand against ``me.drift``'s (polars): the KS p-values (absolute
+    difference), the Wasserstein distances once Evidently's norm is taken off (relative), and
+    how far apart the two PSIs are, each over its own bins."""
+    def gap(statistic: str, relative: bool) -> float:
+        keys = [k for k in theirs if k.endswith(f"|{statistic}")]
+        if len(keys) != sum(k.endswith(f"|{statistic}") for k in ours):
+            raise SystemExit(f"evidently: {len(keys)} {statistic} values, not one per group")
+        return max(abs(theirs[k] - ours[k]) / (max(abs(ours[k]), 1e-300) if relative else 1.0)
+                   for k in keys)
+
+    return (f"KS p-value: {gap('ks_p_value', False):.1e} (absolute); Wasserstein x reference "
+            f"std: {gap('wasserstein', True):.1e} (relative); PSI over other bins: up to "
+            f"{gap('psi', False):.1e} apart")
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import polars as pl
 
 from mleval_sql import windows
-from mleval_sql.api import SourceOptions, derived
+from mleval_sql.api import Derivation, SourceOptions, derived
 from mleval_sql.engines import ENGINES, choose_engine, local_engines
 from mleval_sql.request import DRIFT_STATISTICS as STATISTICS
 from mleval_sql.request import Request, unpack_segment
@@ -164,24 +164,13 @@ class Sides:
 
 def drifted(request: Request, source: Any) -> pl.DataFrame:
     """The rows of a ``drift`` request (see :func:`drift`)."""
-    previous = isinstance(request.reference, str) and request.reference == PREVIOUS
-    if previous and request.window is None:
-        raise InputError("reference='previous' compares each window with the one before it: "
-                         "name the windows (window=, --window)")
-    derivation = derived(request, source)
+    inner, underlying, derivation = _underlying(request, source)
     if derivation is not None:
-        inner = derivation.request
-        if previous:  # the rows of each window, as the next window's reference
-            assert request.window is not None
-            src = as_source(source, storage_options=request.storage_options,
-                            as_of=request.as_of)
-            schema = src.schema()
-            inner = replace(inner, reference=Derived(src, Following(
-                request.window, request.window.kind(schema), tuple(schema.names()))))
-            rows = drifted(inner, derivation.source)
+        rows = drifted(inner, underlying)
+        if _previous(request):
             # the window after the last is the last one's reference only: no window of the data
-            return derivation.finished(rows.filter(pl.col("current_null_share").is_not_null()))
-        return derivation.finished(drifted(inner, derivation.source))
+            rows = rows.filter(pl.col("current_null_share").is_not_null())
+        return derivation.finished(rows)
     # a memory budget: DuckDB's, whose sorts spill (polars sorts each side's values whole)
     name = request.engine or ("duckdb" if request.memory_limit else choose_engine(
         source, connection=request.connection, memory_limit=request.memory_limit,
@@ -200,6 +189,90 @@ def drifted(request: Request, source: Any) -> pl.DataFrame:
     run = _run_duckdb if name == "duckdb" else _run_polars
     sizes, exact, binned = run(request, sides, compared, weights)
     return _finished(sizes, exact, binned, request, sides, compared, statistics)
+
+
+def _previous(request: Request) -> bool:
+    return isinstance(request.reference, str) and request.reference == PREVIOUS
+
+
+def _underlying(request: Request, source: Any) -> tuple[Request, Any, Derivation | None]:
+    """The request and source a drift request runs as, once its window, outcomes and
+    unknown truth are derived (``reference='previous'``: each window's rows as the next
+    window's reference), and the derivation (None: ``request`` on ``source`` as they are)."""
+    previous = _previous(request)
+    if previous and request.window is None:
+        raise InputError("reference='previous' compares each window with the one before it: "
+                         "name the windows (window=, --window)")
+    derivation = derived(request, source)
+    if derivation is None:
+        return request, source, None
+    inner = derivation.request
+    if previous:
+        assert request.window is not None
+        src = as_source(source, storage_options=request.storage_options, as_of=request.as_of)
+        schema = src.schema()
+        inner = replace(inner, reference=Derived(src, Following(
+            request.window, request.window.kind(schema), tuple(schema.names()))))
+    return inner, derivation.source, derivation
+
+
+#: The bins of :func:`score_bins`: fine enough to draw an ECDF by, few enough to read back.
+SCORE_BINS = 200
+
+
+def score_bins(request: Request, source: Any, segment: Mapping[str, Any], label: str,
+               *, bins: int = SCORE_BINS) -> pl.DataFrame:
+    """The distributions of one segment's scores of ``label`` on both sides of a drift
+    request, as each side's weight in ``bins`` equal bins over the range of both: ``current``
+    (false: the reference), ``bin``, ``low``, ``high``, ``weight``, a row per bin that holds
+    any. Read as two small aggregations (the range, then the bins), never row by row.
+    ``segment``: the value of each of the request's ``by`` columns, and with a window its
+    ``granularity`` and ``window_start`` as the result's rows give them."""
+    import warnings
+
+    with warnings.catch_warnings():  # the drift run warned of the same rows already
+        warnings.simplefilter("ignore")
+        inner, underlying, derivation = _underlying(request, source)
+    segment = dict(segment)
+    if derivation is not None and derivation.window is not None and \
+            getattr(segment.get(windows.START), "tzinfo", None) is not None:
+        from zoneinfo import ZoneInfo
+
+        # the derived rows' windows start at wall-clock times of the window's time zone
+        local = segment[windows.START].astimezone(ZoneInfo(derivation.window.time_zone))
+        segment[windows.START] = local.replace(tzinfo=None)
+    sides = _sides(inner, underlying)
+    cols = inner.column_map
+
+    def side(source: Source, current: bool) -> pl.LazyFrame:
+        frame = source.polars()
+        schema = frame.collect_schema()
+        if sides.selected:
+            chosen = pl.all_horizontal(pl.col(c).eq_missing(pl.lit(v))
+                                       for c, v in sides.selected.items())
+            frame = frame.filter(~chosen if current else chosen)
+        for column in sides.by if current else sides.shared:
+            frame = frame.filter(pl.col(column).eq_missing(
+                pl.lit(segment[column]).cast(schema[column])))
+        if cols.label in schema:
+            frame = frame.filter(pl.col(cols.label).cast(pl.String) == label)
+        weight = pl.col(cols.weight).cast(pl.Float64) if cols.weight in schema else pl.lit(1.0)
+        return frame.select(current=pl.lit(current), value=pl.col(cols.score).cast(pl.Float64),
+                            weight=weight).filter(pl.col("value").is_not_null())
+
+    rows = pl.concat([side(sides.reference, False), side(sides.current, True)])
+    low, high = rows.select(low=pl.col("value").min(), high=pl.col("value").max()).collect(
+        engine="streaming").row(0)
+    if low is None:
+        return pl.DataFrame(schema={"current": pl.Boolean, "bin": pl.Int64,
+                                    "low": pl.Float64, "high": pl.Float64,
+                                    "weight": pl.Float64})
+    width = (high - low) / bins if high > low else 1.0
+    at = ((pl.col("value") - low) / width).floor().cast(pl.Int64).clip(0, bins - 1)
+    return rows.group_by("current", at.alias("bin")).agg(pl.col("weight").sum()).collect(
+        engine="streaming").with_columns(
+            low=low + pl.col("bin") * width, high=low + (pl.col("bin") + 1) * width).select(
+                "current", "bin", "low", "high", "weight").sort("current", "bin")
 
 
 # -- the request's sides and columns ---------------------------------------------------------

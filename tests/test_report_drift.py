@@ -4,9 +4,11 @@ most drifted rows; bad keys get one line naming them."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
@@ -139,6 +141,15 @@ def test_a_job_with_windows_compares_each_window_with_the_one_before(tmp_path):
     assert_frame_equal(rows.select(want.columns).sort(keys), want.sort(keys), rel_tol=1e-12,
                        check_exact=False)
     assert want.filter(pl.col("value").is_not_null()).height > 0
+    # the chart of the most drifted scores: of the latest window, against the one before
+    every = pl.read_parquet(tmp_path / "out" / "drift.parquet")
+    latest = every.filter(pl.col("window_start") == every["window_start"].max(),
+                          pl.col("statistic") == "ks", pl.col("compared") == "score")
+    worst = latest.sort("value", descending=True).row(0, named=True)
+    chart = _scores_section(tmp_path / "out")
+    chart = chart[chart.index('id="drift-scores"'):]
+    assert f"{worst['segment']}, label {worst['label']}" in chart
+    assert f"reference ({worst['reference_rows']:,} rows)" in chart
 
 
 def test_every_door_gives_the_same_drift(tmp_path, drifted):
@@ -156,3 +167,83 @@ def test_every_door_gives_the_same_drift(tmp_path, drifted):
     rows = pl.read_parquet(tmp_path / "out" / "drift.parquet").filter(
         pl.col("segmentation") == "region")
     assert_frame_equal(rows.select(want.columns), want, rel_tol=1e-12, check_exact=False)
+
+
+# -- the chart of the most drifted scores -----------------------------------------------------
+
+def _scores_section(out: Path) -> str:
+    page = (out / "report.html").read_text()
+    section = page[page.index('<section id="drift">'):]
+    return section[:section.index("</section>")]
+
+
+def test_the_page_draws_the_most_drifted_scores_against_the_reference(drifted):
+    section = _scores_section(drifted)
+    rows = pl.read_parquet(drifted / "drift.parquet").filter(
+        pl.col("statistic") == "ks", pl.col("compared") == "score")
+    worst = rows.sort("value", descending=True).row(0, named=True)
+    assert 'id="drift-scores"' in section
+    chart = section[section.index('id="drift-scores"'):]
+    assert chart.count("<svg") == 1
+    assert (f"Scores of model {worst['model']}, {worst['segment']}, label {worst['label']}, "
+            f"against the reference: ks {worst['value']:.4f}") in chart
+    assert f"reference ({worst['reference_rows']:,} rows)" in chart
+    assert f"current ({worst['current_rows']:,} rows)" in chart
+
+
+def test_the_binned_scores_are_each_sides_rows_of_the_segment():
+    """score_bins: each side's weight per equal bin over both sides' range, as numpy bins the
+    rows of the segment and label (the current model b in region eu, the reference model a).
+    Seven bins over [0, 1]: no score of the lake (a short decimal) lies on an inner edge (a
+    multiple of 1/7), where rounding could put it on either side."""
+    from mleval_sql.drift import score_bins
+    from mleval_sql.request import Request
+
+    request = Request.build("drift", reference={"model": "a"}, by=["model", "region"],
+                            task="multilabel")
+    bins = score_bins(request, LAKE, {"model": "b", "region": "eu"}, "dog", bins=7)
+    table = pl.scan_parquet(LAKE / "**" / "*.parquet", hive_partitioning=True).filter(
+        pl.col("region") == "eu", pl.col("label") == "dog").collect()
+    scores = table["score"].to_numpy()
+    width = (scores.max() - scores.min()) / 7
+    for current, model in ((False, "a"), (True, "b")):
+        mine = table.filter(pl.col("model") == model)
+        at = np.clip(np.floor((mine["score"].to_numpy() - scores.min()) / width), 0, 6)
+        want = np.bincount(at.astype(int), mine["weight"].to_numpy(), minlength=7)
+        got = np.zeros(7)
+        side = bins.filter(pl.col("current") == current)
+        got[side["bin"].to_numpy()] = side["weight"].to_numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(bins["low"].min(), scores.min())
+    np.testing.assert_allclose(bins["high"].max(), scores.max())
+
+
+def test_the_binned_scores_of_a_window_against_the_one_before():
+    """With windows of a timestamp column, the row's window (an instant in the window's time
+    zone) and the window before it as the reference: every score of each, once."""
+    from mleval_sql.drift import score_bins
+    from mleval_sql.request import Request
+
+    rng = np.random.default_rng(7)
+    hours = rng.integers(0, 72, 600)
+    frame = pl.DataFrame({
+        "sample": [f"s{i}" for i in range(600)],
+        "at": [dt.datetime(2026, 3, 28, 20) + dt.timedelta(hours=int(h)) for h in hours],
+        "score": rng.random(600) ** (1 + hours / 36), "truth": rng.random(600) < 0.3})
+    window = "at:1d@Europe/Paris"
+    rows = me.drift(frame, "previous", window=window, statistics="ks", task="binary")
+    row = rows.filter(pl.col("value").is_not_null()).sort("value").row(-1, named=True)
+    request = Request.build("drift", reference="previous", window=window, task="binary")
+    bins = score_bins(request, frame, {"granularity": row["granularity"],
+                                       "window_start": row["window_start"]}, row["label"])
+    totals = dict(bins.group_by("current").agg(pl.col("weight").sum()).iter_rows())
+    assert totals == {False: row["reference_weight"], True: row["current_weight"]}
+
+
+def test_a_job_without_score_drift_draws_no_scores(tmp_path):
+    text = DRIFT.replace('compared = ["score", "decision"]', 'compared = ["decision"]').replace(
+        'statistics = ["ks", "psi"]', 'statistics = ["psi"]')
+    assert main(["report", str(_write_job(tmp_path, text)), "--output",
+                 str(tmp_path / "out")]) == 0
+    section = _scores_section(tmp_path / "out")
+    assert "<svg" in section and "drift-scores" not in section and "Scores of" not in section

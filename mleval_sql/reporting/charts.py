@@ -384,8 +384,12 @@ def drift_heatmap(rows: Sequence[str], columns: Sequence[str],
     for (row, column), value in values.items():
         if value is not None:
             grid[rows.index(row), columns.index(column)] = value
+    names = [_short(c, 18) for c in columns]
+    longest = max(len(line) for n in names for line in n.split("\n"))
+    # upright, a name wider than its column (about 16 characters) runs into the next one's
+    slanted = len(columns) > 4 or longest > 16
     width = max(3.2, 0.55 * len(columns) + 2.2)
-    height = max(1.6, 0.3 * len(rows) + 1.2)
+    height = max(1.6, 0.3 * len(rows) + 1.2) + (0.04 * longest if slanted else 0.0)
     figure = require_matplotlib()(figsize=(width, height), layout="constrained")
     ax = figure.subplots()
     top = np.nanmax(grid) if np.isfinite(grid).any() else 1.0
@@ -396,11 +400,58 @@ def drift_heatmap(rows: Sequence[str], columns: Sequence[str],
             if np.isfinite(grid[i, j]):
                 ax.text(j, i, f"{grid[i, j]:.3g}", ha="center", va="center", fontsize=6,
                         color="white" if grid[i, j] > 0.6 * top else "black")
-    ax.set_xticks(range(len(columns)), [_short(c, 18) for c in columns], fontsize=7,
-                  rotation=45 if len(columns) > 4 else 0, ha="right" if len(columns) > 4
-                  else "center")
+    ax.set_xticks(range(len(columns)), names, fontsize=7, rotation=45 if slanted else 0,
+                  ha="right" if slanted else "center", rotation_mode="anchor" if slanted
+                  else "default")
     ax.set_yticks(range(len(rows)), list(rows), fontsize=7)
     ax.set_title(statistic, fontsize=9)
+    return render(figure, salt)
+
+
+#: The most bars of a histogram of scores (fewer for fewer rows: about the root of them).
+SCORE_BARS = 40
+
+
+def drift_scores(bins: pl.DataFrame, title: str, rows: tuple[int, int], salt: str) -> str:
+    """One segment's scores against the reference's (``bins``: each side's weight per bin, as
+    ``score_bins`` gives it; ``rows``: the reference's and the current rows): each side's
+    share in bars of a few of those bins (at most about :data:`SCORE_BARS`, about the root of
+    the fewer rows: noise does not draw as drift), and the two ECDFs at the bins' edges."""
+    import textwrap
+
+    import numpy as np
+
+    count = int(bins["bin"].max()) + 1
+    low = float(bins.filter(pl.col("bin") == 0)["low"][0])
+    width = float((bins["high"] - bins["low"]).max())
+    weights = np.zeros((2, count))
+    for current, at, weight in bins.select("current", "bin", "weight").iter_rows():
+        weights[int(current), at] += weight
+    shares = weights / np.where(weights.sum(axis=1, keepdims=True) > 0,
+                                weights.sum(axis=1, keepdims=True), 1.0)
+    step = max(1, count // min(SCORE_BARS, max(10, math.isqrt(max(min(rows), 1)))))
+    starts = np.arange(0, count, step)
+    bars = np.add.reduceat(shares, starts, axis=1)
+    bar_edges = low + np.append(starts, count) * width
+    edges = low + np.arange(count + 1) * width
+    cumulative = np.hstack([np.zeros((2, 1)), np.cumsum(shares, axis=1)])
+    figure = require_matplotlib()(figsize=(7.5, 3.0), layout="constrained")
+    hist, ecdf = figure.subplots(1, 2)
+    sides = ((0, f"reference ({rows[0]:,} rows)", "#8a93a3"),
+             (1, f"current ({rows[1]:,} rows)", COLORS[1]))
+    for side, name, color in sides:
+        hist.stairs(bars[side], bar_edges, color=color, linewidth=1.3, label=name,
+                    fill=side == 0, alpha=0.45 if side == 0 else 1.0)
+        ecdf.plot(edges, cumulative[side], color=color, linewidth=1.3, label=name)
+    hist.set_ylabel("share of weight", fontsize=7.5)
+    ecdf.set_ylabel("cumulative share", fontsize=7.5)
+    ecdf.set_ylim(-0.02, 1.02)
+    for ax in (hist, ecdf):
+        ax.set_xlabel("score", fontsize=7.5)
+        ax.tick_params(labelsize=7, length=2, pad=1.5)
+        ax.grid(alpha=0.25)
+    ecdf.legend(fontsize=6.5, loc="lower right", frameon=False, handlelength=1.2)
+    figure.suptitle(textwrap.fill(title, 100), fontsize=8.5)
     return render(figure, salt)
 
 

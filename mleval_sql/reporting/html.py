@@ -30,11 +30,11 @@ from mleval_sql.reporting.run import (
     Result,
     ordering,
     rank_column,
+    shown_drift,
     summary_rows,
     wide_table,
 )
 from mleval_sql.slicing import ROW_ERRORS
-from mleval_sql.windows import GRANULARITY
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -515,9 +515,7 @@ def _drift(result: Result) -> dict[str, Any] | None:
     spec, rows = result.job.drift, result.drift
     if spec is None or rows is None:
         return None
-    window = result.job.window
-    if window is not None and GRANULARITY in rows.columns:
-        rows = over_time.at(rows, over_time.latest_window(rows, window.every))
+    rows, _ = shown_drift(rows, result.job)
     shown = rows.filter(pl.col("statistic") == spec.statistic).with_columns(
         row=pl.when(pl.col("label").is_null()).then(pl.col("compared"))
         .otherwise(pl.concat_str("compared", pl.lit(" · "), "label")),
@@ -535,7 +533,25 @@ def _drift(result: Result) -> dict[str, Any] | None:
             "svg": charts.drift_heatmap(
                 list(dict.fromkeys(shown["row"].to_list())),
                 list(dict.fromkeys(shown["column"].to_list())), values, spec.statistic,
-                "drift") if values else None}
+                "drift") if values else None,
+            "scores": _drift_scores(result)}
+
+
+def _drift_scores(result: Result) -> dict[str, Any] | None:
+    """The chart of the most drifted segment's scores against the reference's (None: no score
+    row has a value, or no score of it was read back)."""
+    scores, spec = result.drift_scores, result.job.drift
+    if scores is None or spec is None or scores.bins.is_empty():
+        return None
+    row = scores.row
+    title = (f"Scores of model {row[MODEL]}, {row[SEGMENT]}, label {row['label']}, against the "
+             "reference: "
+             f"{spec.statistic} {row['value']:.4f}")
+    return {"model": row[MODEL], "segment": row[SEGMENT], "label": row["label"],
+            "value": row["value"],
+            "svg": charts.drift_scores(scores.bins, title, (row["reference_rows"],
+                                                            row["current_rows"]),
+                                       "drift-scores")}
 
 
 def _tests(tests: int, fdr: float) -> str:

@@ -47,7 +47,7 @@ from mleval_sql.reporting.job import (
 from mleval_sql.request import DRAWN, wide_column
 from mleval_sql.schema import InputError
 from mleval_sql.sources import Parquet, as_source
-from mleval_sql.windows import COLUMNS, END
+from mleval_sql.windows import COLUMNS, END, GRANULARITY
 
 #: Metrics that rank nothing: counts.
 NEUTRAL = frozenset({"tp", "tn", "support", "confusion_matrix"})
@@ -77,6 +77,8 @@ class Result:
     trend: pl.DataFrame | None = None
     #: with a [history]: the windows computed tonight and why, those kept, what was read
     night: dict[str, Any] | None = None
+    #: the scores of the most drifted segment and label the page shows, on both sides
+    drift_scores: DriftScores | None = None
 
     @property
     def keys(self) -> list[str]:
@@ -86,6 +88,36 @@ class Result:
         """The curve tables by file stem: ``curve_roc_pr`` (one table draws both), ..."""
         return {"curve_" + "_".join(kinds): table
                 for kinds, table in shared_tables(self.curves).items()}
+
+
+@dataclass(frozen=True)
+class DriftScores:
+    """The score distributions of the most drifted (segment, label) of the page: its drift
+    row (of the statistic shown) and each side's weight in bins (``me.drift``'s
+    :func:`~mleval_sql.drift.score_bins`)."""
+
+    row: dict[str, Any]
+    bins: pl.DataFrame
+
+
+def shown_drift(drift: pl.DataFrame, job: Job) -> tuple[pl.DataFrame, over_time.WindowKey | None]:
+    """The drift rows the page shows (with a window, the latest window's, without the window's
+    columns) and that window."""
+    window = job.window
+    if window is None or GRANULARITY not in drift.columns:
+        return drift, None
+    latest = over_time.latest_window(drift, window.every)
+    return over_time.at(drift, latest), latest
+
+
+def most_drifted_score(rows: pl.DataFrame, statistic: str) -> dict[str, Any] | None:
+    """The row of the page's drift rows (:func:`shown_drift`) whose scores drifted the most
+    by ``statistic`` (the first of equal ones), None where no score row has a value."""
+    scored = rows.filter(pl.col("statistic") == statistic, pl.col("compared") == "score",
+                         pl.col("value").is_not_null())
+    if scored.is_empty():
+        return None
+    return scored.sort("value", descending=True, maintain_order=True).row(0, named=True)
 
 
 def result_keys(job: Job) -> list[str]:
@@ -146,10 +178,11 @@ class Progress:
 
 def stages(job: Job) -> int:
     """How many stages :func:`run` names: the checks, each source's evaluations (one per
-    segmentation), sweep, slices and drift, and the baseline and alerts."""
+    segmentation), sweep, slices and drift, the baseline and alerts, and the most drifted
+    scores."""
     per_source = len(job.segmentations) + ("sweep" in job.curves) + (job.slices is not None) \
         + (job.drift is not None)
-    return 2 + len(job.sources) * per_source
+    return 2 + (job.drift is not None) + len(job.sources) * per_source
 
 
 def run(job: Job, progress: Progress | None = None, *, full_refresh: bool = False) -> Result:
@@ -178,6 +211,7 @@ def _run(job: Job, prepared: list[_Prepared], task: str, progress: Progress,
     curves: dict[tuple[str, ...], list[pl.DataFrame]] = {}
     found: list[pl.DataFrame] = []
     drifts: list[pl.DataFrame] = []
+    drifted: list[_Prepared] = []  # the source of each table of drifts
     inputs = []
     for source in prepared:
         metrics, size, drawn = source.evaluate(_metrics(job, task), task, progress)
@@ -197,6 +231,7 @@ def _run(job: Job, prepared: list[_Prepared], task: str, progress: Progress,
         if job.drift is not None:
             progress.stage(f"{source.source.key}: drift")
             drifts.append(source.drift())
+            drifted.append(source)
     progress.stage("baseline and alerts")
     order = {s.name: i for i, s in enumerate(job.segmentations)}
     size_table = _judged(_named(_concat(sizes, job, "samples", "weight"), job), job)
@@ -246,11 +281,32 @@ def _run(job: Job, prepared: list[_Prepared], task: str, progress: Progress,
         table = _sorted(_named(pl.concat(parts, how="diagonal_relaxed"), job), job, order)
         curve_tables.update(dict.fromkeys(kinds, table))
     slices = pl.concat(found, how="diagonal_relaxed") if found else None
+    scores = None
+    if drift is not None:
+        progress.stage("drift: the most drifted scores")
+        scores = _drift_scores(job, drift, drifted, drifts)
     result = Result(job, task, metrics, size_table, curve_tables, alerts, inputs, tests=tests,
                     slices=slices, drift=drift, trend=trend,
-                    night=None if tonight is None else tonight.summary())
+                    night=None if tonight is None else tonight.summary(), drift_scores=scores)
     result.timings = progress.timings
     return result
+
+
+def _drift_scores(job: Job, drift: pl.DataFrame, sources: list[_Prepared],
+                  tables: list[pl.DataFrame]) -> DriftScores | None:
+    """The score distributions of the page's most drifted score row, read from the source
+    whose drift table holds it (None: no score row has a value)."""
+    assert job.drift is not None
+    rows, window = shown_drift(drift, job)
+    row = most_drifted_score(rows, job.drift.statistic)
+    if row is None:
+        return None
+    keys = {MODEL: row[MODEL], SEGMENTATION: row[SEGMENTATION], SEGMENT: row[SEGMENT]}
+    for source, table in zip(sources, tables, strict=True):
+        if not _named(table, job).filter(
+                *(pl.col(k) == v for k, v in keys.items())).is_empty():
+            return DriftScores(row, source.drift_scores(row, window))
+    return None
 
 
 def _tests_models(job: Job) -> bool:
@@ -455,6 +511,25 @@ class _Prepared:
             with self._naming():
                 frames.append(self._keyed(drifted(request, self.src), segmentation))
         return self._grid(frames)
+
+    def drift_scores(self, row: dict[str, Any],
+                     window: over_time.WindowKey | None) -> pl.DataFrame:
+        """Both sides' scores of one of this source's drift rows (its model, segment and
+        label; ``window``: the window it is of), binned: ``me.drift``'s ``score_bins``."""
+        from mleval_sql.drift import score_bins
+
+        spec = self.job.drift
+        assert spec is not None
+        segmentation = next(s for s in self.job.segmentations if s.name == row[SEGMENTATION])
+        request = self._request("drift", self._by(segmentation),
+                                **{**spec.options, "compared": "score"})
+        segment = {self.read[c]: row[self.job.names[c]] for c in segmentation.columns}
+        if self.model:
+            segment[self.model] = row[MODEL]
+        if window is not None:
+            segment.update(zip(COLUMNS, window, strict=True))
+        with self._naming():
+            return score_bins(request, self.src, segment, row["label"])
 
     def paired(self, metrics: list[str], task: str,
                table: pl.DataFrame) -> pl.DataFrame | None:
