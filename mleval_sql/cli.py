@@ -298,7 +298,7 @@ def _add_param(cmd: argparse._ActionsContainer, name: str) -> None:
 
 #: Options passed on only where given (the others always, at their flag's default).
 IF_GIVEN = ("metrics", "storage_options", "as_of", "threads", "ci", "resamples", "seed", "window",
-            "labels")
+            "labels", "reference", "calibration")
 
 
 def _at_door(option: Option, statement: bool) -> bool:
@@ -432,7 +432,7 @@ def run_drift(args: argparse.Namespace) -> int:
     fmt = output_format(args.format, args.output)
     _check_outputs(args, args.output)
     options = request(args, "drift")
-    emit(_noting(me.drift, list(args.inputs), options.pop("reference"), **options), fmt,
+    emit(_noting(me.drift, list(args.inputs), options.pop("reference", None), **options), fmt,
          args.output)
     return 0
 

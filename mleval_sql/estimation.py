@@ -22,14 +22,16 @@ first order (queries/estimated_variance.sql), ``ci_method`` "expected".
 >>> import polars as pl
 >>> ref = pl.DataFrame({"sample": range(6), "score": [0.1, 0.2, 0.3, 0.6, 0.7, 0.9],
 ...                     "truth": [0, 1, 0, 1, 1, 1]})
->>> knots = calibration_map(ref.lazy(), "isotonic", score="score", truth="truth",
-...                         label=None, weight=None, n_bins=10)
->>> Expected("truth", "score", None, knots).polars(ref.lazy()).collect()["truth"].to_list()
+>>> knots = calibration_map(ref.lazy(), "isotonic", score="score", truth="truth", keys=(),
+...                         weight=None, n_bins=10)
+>>> Expected("truth", "score", (), knots).polars(ref.lazy()).sort("sample").collect()[
+...     "truth"].to_list()
 [0.0, 0.5, 0.5, 1.0, 1.0, 1.0]
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -73,52 +75,57 @@ def _is_expected(source: Any) -> bool:
 
 def expected(request: Request, source: Any) -> Source:
     """``source`` with its truth column holding each row's probability of being true (the
-    score, or the score through the calibration map ``request`` asks for)."""
+    score, or the score through the calibration map ``request`` asks for, learnt per label
+    and per segment of the ``by`` columns the reference has)."""
     cols = request.column_map
     src = as_source(source, storage_options=request.storage_options, as_of=request.as_of)
-    label = cols.label if cols.label in src.schema() else None
+    ours = src.schema()
+    label = cols.label if cols.label in ours else None
     method = request.calibration or ("isotonic" if request.reference is not None else "none")
-    knots = None
+    knots, keys = None, ()
     if method != "none":
         reference = as_source(request.reference, storage_options=request.storage_options)
-        schema = reference.schema()
+        theirs = reference.schema()
         missing = [c for c in (cols.score, cols.truth, *([label] if label else []))
-                   if c not in schema]
+                   if c not in theirs]
         if missing:
             raise InputError(f"reference: the labelled rows have no column {missing[0]!r} "
                              f"(the calibration map reads score, truth and label); they have "
-                             f"{sorted(schema.names())}")
-        weight = cols.weight if cols.weight in schema else None
+                             f"{sorted(theirs.names())}")
+        keys = (*(c for c in request.by if c in theirs), *([label] if label else []))
+        for key in keys:
+            if ours[key] != theirs[key]:
+                raise InputError(f"reference: column {key!r} is {theirs[key]} there and "
+                                 f"{ours[key]} in the input; the calibration map is learnt "
+                                 "per label and segment")
+        weight = cols.weight if cols.weight in theirs else None
         knots = calibration_map(reference.polars(), method, score=cols.score, truth=cols.truth,
-                                label=label, weight=weight,
+                                keys=keys, weight=weight,
                                 n_bins=int(request.params["n_bins"]))  # type: ignore[call-overload]
-        if label is not None:
-            _check_labels(src, reference, label, knots)
-    return Derived(src, Expected(cols.truth, cols.score, label, knots,
-                                 replaces=cols.truth in src.schema()))
+        if keys:
+            _check_keys(src, keys, knots)
+    return Derived(src, Expected(cols.truth, cols.score, keys, knots,
+                                 replaces=cols.truth in ours))
 
 
-def _check_labels(current: Source, reference: Source, label: str, knots: pl.DataFrame) -> None:
-    """Every label of the input has a calibration map, learnt on labels of its type."""
-    ours, theirs = current.schema()[label], reference.schema()[label]
-    if ours != theirs:
-        raise InputError(f"reference: label column {label!r} is {theirs} there and {ours} in "
-                         "the input; the calibration map is learnt per label")
-    found = current.polars().select(pl.col(label).unique()).collect()[label]
-    lacking = found.filter(~found.is_in(knots[label].implode()))
-    if lacking.len():
-        raise InputError(f"reference: no labelled row of label {lacking.sort()[0]!r} to learn "
-                         f"its calibration map on ({lacking.len()} label(s) of the input lack "
-                         "one)")
+def _check_keys(current: Source, keys: Sequence[str], knots: pl.DataFrame) -> None:
+    """Every label (and segment) of the input has a calibration map."""
+    found = current.polars().select(*keys).unique().collect()
+    lacking = found.join(knots.select(*keys).unique(), on=list(keys), how="anti",
+                         nulls_equal=True).sort(keys)
+    if lacking.height:
+        first = ", ".join(f"{k}={v!r}" for k, v in lacking.row(0, named=True).items())
+        raise InputError(f"reference: no labelled row of {first} to learn its calibration map "
+                         f"on ({lacking.height} of the input's {' x '.join(keys)} lack one)")
 
 
 def calibration_map(reference: pl.LazyFrame, method: str, *, score: str, truth: str,
-                    label: str | None, weight: str | None, n_bins: int) -> pl.DataFrame:
-    """The calibration map learnt on labelled rows: per label (where ``label`` is given), the
-    rows ``low, high, level, slope`` (:data:`KNOTS`) that cover every score."""
+                    keys: Sequence[str], weight: str | None, n_bins: int) -> pl.DataFrame:
+    """The calibration map learnt on labelled rows: per value of ``keys`` (a label, segment
+    columns), the rows ``low, high, level, slope`` (:data:`KNOTS`) that cover every score."""
     w = pl.col(weight).cast(pl.Float64) if weight is not None else pl.lit(1.0)
     y = pl.col(truth).cast(pl.Float64)
-    keys = [label] if label is not None else []
+    keys = list(keys)
     bad = reference.select(
         nulls=pl.col(truth).is_null().sum() + pl.col(score).is_null().sum(),
         outside=(~y.is_in([0.0, 1.0])).sum()).collect().row(0, named=True)
@@ -133,9 +140,9 @@ def calibration_map(reference: pl.LazyFrame, method: str, *, score: str, truth: 
         raise InputError("reference: no labelled row with a positive weight to learn the "
                          "calibration map on")
     fit = _isotonic if method == "isotonic" else _histogram
-    parts = [fit(part, n_bins).select(*(pl.lit(part[label][0]).alias(label) for _ in keys),
-                                      *KNOTS)
-             for part in (points.partition_by(label, maintain_order=True) if keys
+    parts = [fit(part, n_bins).select(*(pl.lit(part[k][0], points.schema[k]).alias(k)
+                                        for k in keys), *KNOTS)
+             for part in (points.partition_by(keys, maintain_order=True) if keys
                           else [points])]
     return pl.concat(parts)
 
@@ -171,34 +178,29 @@ def _histogram(points: pl.DataFrame, n_bins: int) -> pl.DataFrame:
 @dataclass(frozen=True)
 class Expected:
     """The rows with ``truth`` the probability that each is true: its ``score``, or the score
-    through ``knots`` (:func:`calibration_map`), a derivation of an input."""
+    through ``knots`` (:func:`calibration_map`, per value of ``keys``), a derivation of an
+    input."""
 
     truth: str
     score: str
-    label: str | None
+    keys: tuple[str, ...]
     knots: pl.DataFrame | None
     replaces: bool = True  # the input has a truth column (else it gains one)
 
-    def _mapped(self, knots: pl.DataFrame) -> pl.Expr:
-        """The knot's line at the score: the knot found by a search of its lows."""
-        score = pl.col(self.score).cast(pl.Float64)
-        at = pl.lit(knots["low"]).search_sorted(score, side="right") - 1
-        slope, level = pl.lit(knots["slope"]).gather(at), pl.lit(knots["level"]).gather(at)
-        # a flat knot is its level (the ends' low is -inf: no line through it)
-        return pl.when(slope == 0).then(level).otherwise(
-            level + slope * (score - pl.lit(knots["low"]).gather(at)))
-
     def polars(self, frame: pl.LazyFrame) -> pl.LazyFrame:
+        score = pl.col(self.score).cast(pl.Float64)
         if self.knots is None:
-            return frame.with_columns(pl.col(self.score).cast(pl.Float64).alias(self.truth))
-        if self.label is None:
-            probability = self._mapped(self.knots)
-        else:
-            probability = pl.lit(None, pl.Float64)
-            for part in reversed(self.knots.partition_by(self.label, maintain_order=True)):
-                probability = pl.when(pl.col(self.label) == part[self.label][0]).then(
-                    self._mapped(part)).otherwise(probability)
-        return frame.with_columns(probability.clip(0.0, 1.0).alias(self.truth))
+            return frame.with_columns(score.alias(self.truth))
+        # each row's knot: the last whose low is at or below its score, of its keys
+        knots = self.knots.lazy().rename({k: f"_knot_{k}" for k in KNOTS}).sort("_knot_low")
+        found = frame.with_columns(_score=score).sort("_score").join_asof(
+            knots, left_on="_score", right_on="_knot_low", by=list(self.keys) or None,
+            strategy="backward")
+        low, level, slope = (pl.col(f"_knot_{k}") for k in ("low", "level", "slope"))
+        # a flat knot is its level (the ends' low is -inf: no line through it)
+        line = pl.when(slope == 0).then(level).otherwise(level + slope * (pl.col("_score") - low))
+        return found.with_columns(line.clip(0.0, 1.0).alias(self.truth)).drop(
+            "_score", *(f"_knot_{k}" for k in KNOTS))
 
     def sql(self, table: exp.Expression) -> exp.Query:
         from sqlglot import exp
@@ -210,13 +212,12 @@ class Expected:
         query = exp.select(exp.Star()).from_(exp.alias_(table.copy(), "p"))
         probability: exp.Expression = score
         if self.knots is not None:
-            names = [*([self.label] if self.label else []), *KNOTS]
+            names = [*self.keys, *KNOTS]
             values = exp.values([tuple(_literal(v) for v in row) for row in
                                  self.knots.select(names).iter_rows()], alias="k",
                                 columns=[exp.to_identifier(n, quoted=True) for n in names])
             on = exp.and_(score >= col("low", "k"), score < col("high", "k"),
-                          *([exp.EQ(this=col(self.label, "p"), expression=col(self.label, "k"))]
-                            if self.label else []))
+                          *(exp.EQ(this=col(k, "p"), expression=col(k, "k")) for k in self.keys))
             line = exp.If(this=exp.EQ(this=col("slope", "k"), expression=exp.Literal.number(0)),
                           true=col("level", "k"),
                           false=col("level", "k") + col("slope", "k") * (score - col("low", "k")))

@@ -38,8 +38,8 @@ def _rows(rng: np.random.Generator, samples: int, labels: int = 1, *,
 
 def test_isotonic_map_is_scikit_learns(engine: str) -> None:
     """The isotonic map equals IsotonicRegression(out_of_bounds='clip') with weights, per
-    label, read between its points linearly, on the reference's own scores and beyond them;
-    the estimates then equal their definitions at those probabilities."""
+    label and segment, read between its points linearly, on the reference's own scores and
+    beyond them; the estimates then equal their definitions at those probabilities."""
     from sklearn.isotonic import IsotonicRegression
 
     rng = np.random.default_rng(5)
@@ -47,15 +47,15 @@ def test_isotonic_map_is_scikit_learns(engine: str) -> None:
     current = _rows(rng, 200, 2, weights=True, raw=True).with_columns(
         pl.col("score") * 1.5)  # beyond the reference's range at both ends
     got = me.evaluate(current.drop("truth"), ESTIMATED, reference=reference, engine=engine,
-                      average="none")
-    for label, part in current.partition_by("label", as_dict=True).items():
-        ref = reference.filter(pl.col("label") == label[0])
+                      average="none", by="region")
+    for (region, label), part in current.partition_by("region", "label", as_dict=True).items():
+        ref = reference.filter(pl.col("label") == label, pl.col("region") == region)
         iso = IsotonicRegression(out_of_bounds="clip").fit(
             ref["score"], ref["truth"].cast(float), sample_weight=ref["weight"])
         q = iso.predict(part["score"].to_numpy())
         want = estimates(q, part["score"].to_numpy(), part["weight"].to_numpy(), 0.5)
         for metric, value in want.items():
-            row = got.filter((pl.col("metric") == metric) & (pl.col("label") == label[0]))
+            row = got.filter(metric=metric, label=label, region=region)
             assert row["value"][0] == pytest.approx(value, rel=1e-9, abs=1e-12), metric
 
 
@@ -64,12 +64,12 @@ def test_histogram_map_by_hand(engine: str) -> None:
     reference = pl.DataFrame({"sample": range(8), "score": [1, 1, 2, 2, 3, 3, 4, 4],
                               "truth": [0, 0, 0, 1, 1, 1, 1, 0]})
     knots = calibration_map(reference.lazy(), "histogram", score="score", truth="truth",
-                            label=None, weight=None, n_bins=2)
+                            keys=(), weight=None, n_bins=2)
     assert knots.rows() == [(float("-inf"), 3.0, 0.25, 0.0), (3.0, float("inf"), 0.75, 0.0)]
     current = pl.DataFrame({"sample": range(4), "score": [0.0, 2.9, 3.0, 9.0]})
-    derived = Expected("truth", "score", None, knots, replaces=False)
-    assert derived.polars(current.lazy()).collect()["truth"].to_list() == [0.25, 0.25, 0.75,
-                                                                            0.75]
+    derived = Expected("truth", "score", (), knots, replaces=False)
+    assert derived.polars(current.lazy()).sort("sample").collect()["truth"].to_list() == [
+        0.25, 0.25, 0.75, 0.75]
     got = me.evaluate(current, ["estimated_accuracy"], reference=reference,
                       calibration="histogram", n_bins=2, threshold=3.0, engine=engine)
     # predicted positive: 3.0 and 9.0 (q 0.75 each), negative: 0.0, 2.9 (q 0.25 each)
@@ -170,7 +170,7 @@ def test_estimated_beside_realised_in_windows_and_macro(engine: str) -> None:
     ({"metrics": ["f1"], "reference": "REF"}, "serves the estimated metrics"),
     ({"reference": {"model": "a"}}, "not {column: value}"),
     ({"reference": "NO_TRUTH"}, "no column 'truth'"),
-    ({"reference": "ONE_LABEL"}, "no labelled row of label 'l1'"),
+    ({"reference": "ONE_LABEL"}, "no labelled row of label='l1'"),
     ({}, r"outside \[0, 1\]|probabilit"),
     ({"engine": "sql"}, "engines that read files and frames"),
 ])
