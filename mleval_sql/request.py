@@ -333,8 +333,8 @@ class Request:
         if action == "drift" and values.get("reference") is None:
             raise InputError("drift: name the reference (reference=, --reference): a path, a "
                              "frame, or {column: value} selecting the input's reference rows")
-        if action == "evaluate":
-            _check_estimation(values)
+        if action in ("evaluate", "compare", "slices"):
+            _check_estimation(action, values)
         if action == "slices" and not values.get("over"):
             raise InputError("slices: name the columns slices are made of (over=, --over)")
         if values["params"]["ci"] is None and given.keys() & {"resamples", "seed"}:
@@ -672,9 +672,16 @@ def _curves(value: str | Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(kinds))
 
 
-def _check_estimation(values: Mapping[str, Any]) -> None:
-    """An evaluation's reference and calibration go with the estimated metrics they serve."""
+def _check_estimation(action: Action, values: Mapping[str, Any]) -> None:
+    """The estimated metrics are an evaluation's at one threshold; its reference and
+    calibration go with the estimated metrics they serve."""
     estimated = [m for m in values.get("metrics") or () if m in ESTIMATED_METRICS]
+    if estimated and action != "evaluate":
+        raise InputError(f"{estimated[0]}: estimated metrics are evaluate's (they read each "
+                         f"row's probability, not its truth); {action} takes the realised ones")
+    if estimated and values["params"]["thresholds"] is not None:
+        raise InputError(f"{estimated[0]}: estimated metrics are at one threshold (threshold=); "
+                         "a sweep over thresholds= or bins= takes the realised ones")
     for name in ("reference", "calibration"):
         if values.get(name) is not None and not estimated:
             raise InputError(f"evaluate: {name}= serves the estimated metrics "

@@ -39,7 +39,7 @@ from mleval_sql import uncertainty
 from mleval_sql.api import ComparisonOptions, derived, run
 from mleval_sql.comparison import SIDE, against_rest
 from mleval_sql.registry import LOWER_IS_BETTER, METRICS, default_averages
-from mleval_sql.request import Request
+from mleval_sql.request import ESTIMATED_METRICS, Request
 from mleval_sql.schema import InputError
 from mleval_sql.sources import as_source
 
@@ -144,6 +144,9 @@ def slices(
 
 def sliced(request: Request, source: Any, metric: str) -> pl.DataFrame:
     """The ``slices`` request's rows (see the module docstring)."""
+    if metric in ESTIMATED_METRICS:
+        raise InputError(f"{metric}: estimated metrics are evaluate's (they read each row's "
+                         "probability, not its truth); slices takes the realised ones")
     if metric not in ROW_ERRORS and metric not in METRICS:
         raise InputError(f"unknown metric {metric!r} for slices; row-wise errors are "
                          f"{sorted(ROW_ERRORS)}, and any metric of `mleval metrics` ranks "

@@ -186,6 +186,16 @@ def test_bad_input(options: dict, match: str) -> None:
         me.evaluate(current, metrics, **options)
 
 
+def test_only_an_evaluation_at_one_threshold_estimates() -> None:
+    frame = _rows(np.random.default_rng(4), 20, 1).with_columns(model=pl.lit("a"))
+    with pytest.raises(me.InputError, match="compare takes the realised ones"):
+        me.compare(frame, ["estimated_f1"], model="model", baseline="a")
+    with pytest.raises(me.InputError, match="slices takes the realised ones"):
+        me.slices(frame, "estimated_f1", over=["region"])
+    with pytest.raises(me.InputError, match="at one threshold"):
+        me.evaluate(frame, ["estimated_f1", "f1"], thresholds=[0.2, 0.5])
+
+
 def test_no_statement_reads_estimates() -> None:
     with pytest.raises(me.InputError, match="reads each row's probability"):
         me.sql(["estimated_roc_auc"], task="binary", table="preds")
