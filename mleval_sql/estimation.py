@@ -31,7 +31,7 @@ first order (queries/estimated_variance.sql), ``ci_method`` "expected".
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -160,7 +160,14 @@ def _isotonic(points: pl.DataFrame, n_bins: int) -> pl.DataFrame:
                           / (pl.Series(x[1:]) - pl.Series(x[:-1]))})
     ends = pl.DataFrame({"low": [float("-inf"), x[-1]], "high": [x[0], float("inf")],
                          "level": [fitted[0], fitted[-1]], "slope": [0.0, 0.0]})
-    return pl.concat([ends.head(1), inner, ends.tail(1)])
+    knots = pl.concat([ends.head(1), inner, ends.tail(1)])
+    # a flat stretch of the fit is one knot (a fit has few levels, a reference many scores)
+    flat = pl.col("slope") == 0
+    joined = flat & flat.shift(1) & (pl.col("level") == pl.col("level").shift(1))
+    return knots.group_by((~joined.fill_null(False)).cum_sum().alias("_stretch"),
+                          maintain_order=True).agg(
+        pl.col("low").first(), pl.col("high").last(), pl.col("level").first(),
+        pl.col("slope").first()).drop("_stretch")
 
 
 def _histogram(points: pl.DataFrame, n_bins: int) -> pl.DataFrame:
@@ -195,44 +202,24 @@ class Expected:
         knots = self.knots.lazy().rename({k: f"_knot_{k}" for k in KNOTS}).sort("_knot_low")
         found = frame.with_columns(_score=score).sort("_score").join_asof(
             knots, left_on="_score", right_on="_knot_low", by=list(self.keys) or None,
-            strategy="backward")
+            strategy="backward", check_sortedness=False)  # both sorted just above
         low, level, slope = (pl.col(f"_knot_{k}") for k in ("low", "level", "slope"))
         # a flat knot is its level (the ends' low is -inf: no line through it)
         line = pl.when(slope == 0).then(level).otherwise(level + slope * (pl.col("_score") - low))
         return found.with_columns(line.clip(0.0, 1.0).alias(self.truth)).drop(
             "_score", *(f"_knot_{k}" for k in KNOTS))
 
-    def sql(self, table: exp.Expression) -> exp.Query:
+    @property
+    def sql(self) -> Callable[[exp.Expression], exp.Query] | None:
+        """The rows' query in DuckDB's SQL where the scores are the probabilities; with a
+        calibration map, polars derives the rows and DuckDB reads them (the map as a VALUES
+        list of thousands of knots made DuckDB's checks of the rows 50x slower)."""
+        return self._scores if self.knots is None else None
+
+    def _scores(self, table: exp.Expression) -> exp.Query:
         from sqlglot import exp
 
-        def col(name: str, of: str) -> exp.Column:
-            return exp.column(exp.to_identifier(name, quoted=True), table=exp.to_identifier(of))
-
-        score = exp.cast(col(self.score, "p"), "DOUBLE")
-        query = exp.select(exp.Star()).from_(exp.alias_(table.copy(), "p"))
-        probability: exp.Expression = score
-        if self.knots is not None:
-            names = [*self.keys, *KNOTS]
-            values = exp.values([tuple(_literal(v) for v in row) for row in
-                                 self.knots.select(names).iter_rows()], alias="k",
-                                columns=[exp.to_identifier(n, quoted=True) for n in names])
-            on = exp.and_(score >= col("low", "k"), score < col("high", "k"),
-                          *(exp.EQ(this=col(k, "p"), expression=col(k, "k")) for k in self.keys))
-            line = exp.If(this=exp.EQ(this=col("slope", "k"), expression=exp.Literal.number(0)),
-                          true=col("level", "k"),
-                          false=col("level", "k") + col("slope", "k") * (score - col("low", "k")))
-            probability = exp.func("greatest", exp.func("least", line, exp.Literal.number(1)),
-                                   exp.Literal.number(0))
-            query = query.join(values, on=on, join_type="left")
-        named = exp.alias_(probability, self.truth, quoted=True)
-        ours = exp.Star(**{"replace": [named]}) if self.replaces else exp.Star()
-        return query.select(exp.Column(this=ours, table=exp.to_identifier("p")),
-                            *([] if self.replaces else [named]), append=False)
-
-
-def _literal(value: Any) -> exp.Expression:
-    from sqlglot import exp
-
-    if isinstance(value, float) and value in (float("inf"), float("-inf")):
-        return exp.cast(exp.Literal.string("inf" if value > 0 else "-inf"), "DOUBLE")
-    return exp.convert(value)
+        score = exp.cast(exp.column(exp.to_identifier(self.score, quoted=True)), "DOUBLE")
+        named = exp.alias_(score, self.truth, quoted=True)
+        star = exp.Star(**{"replace": [named]}) if self.replaces else exp.Star()
+        return exp.select(star, *([] if self.replaces else [named])).from_(table.copy())
