@@ -15,6 +15,11 @@ score, truth``): the current one of ``--samples`` samples x 10 labels, the refer
   (segment, label), ``me.drift(current, reference, by="segment")``;
 - ``auc-<engine>``: ``me.evaluate(current, "roc_auc", by="segment", average="none")``, the
   exact ROC AUC of the current rows per (segment, label): one sort per group too;
+- ``estimated-<engine>``: performance without the truth, ``me.evaluate(current,
+  ["estimated_f1", "estimated_roc_auc"], reference=reference, by="segment",
+  average="none")``: an isotonic calibration map per (segment, label) learnt on the reference,
+  the current rows' scores mapped through it, the expected counts and ROC AUC (the current
+  rows' truth is not read);
 - ``scipy``: the same statistics per (segment, label) after loading the columns with pyarrow:
   ``ks_2samp``, ``wasserstein_distance``, and PSI with numpy over the reference's quantile bins
   (``numpy.quantile(method="inverted_cdf")``, right-closed bins).
@@ -64,6 +69,11 @@ def run_child(step: str, args: argparse.Namespace) -> dict:
     kind, engine = step.split("-")
     if kind == "auc":
         me.evaluate(args.current, "roc_auc", by="segment", average="none", engine=engine,
+                    memory_limit=args.memory_limit)
+        return {}
+    if kind == "estimated":
+        me.evaluate(args.current, ["estimated_f1", "estimated_roc_auc"], by="segment",
+                    average="none", reference=args.reference, engine=engine,
                     memory_limit=args.memory_limit)
         return {}
     rows = me.drift(args.current, args.reference, by="segment", statistics=STATISTICS,
@@ -230,7 +240,8 @@ def main() -> None:
     print(f"current: {args.samples * 10:,} rows ({args.samples:,} samples x 10 labels, 8 "
           f"segments); reference: {reference * 10:,} rows; memory_limit {args.memory_limit}")
     results = [measure(step, args) for step in
-               ("scipy", *(f"{k}-{e}" for e in ENGINES for k in ("auc", "drift")))]
+               ("scipy", *(f"{k}-{e}" for e in ENGINES for k in ("auc", "drift",
+                                                                  "estimated")))]
     by = {r["step"]: r for r in results}
     oracle = by["scipy"]["numbers"]
     for r in results:
@@ -243,6 +254,9 @@ def main() -> None:
                       for k in shared)
             auc = by[r["step"].replace("drift", "auc")]["seconds"]
             said = f"  {r['seconds'] / auc:.2f}x the AUC; against scipy {gap:.1e}"
+        elif r["step"].startswith("estimated"):
+            auc = by[r["step"].replace("estimated", "auc")]["seconds"]
+            said = f"  {r['seconds'] / auc:.2f}x the AUC"
         print(f"{r['step']:>13}: {r['seconds']:7.2f} s  cpu {r['cpu_seconds']:7.2f} s  "
               f"peak {r['peak_rss_mib']:6.0f} MiB{said}")
     if args.evidently_python:

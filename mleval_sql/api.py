@@ -277,12 +277,9 @@ def _with_estimates(request: Request, source: Any, realised: Request | None,
                          f"{estimated.engine!r}")
     ours = None if realised is None else run(replace(realised, wide=False), source)
     expected = estimation.expected(estimated, source)
-    task = estimated.task or (ours.task if ours is not None else None)
-    if task is None and estimated.reference is not None:  # the labelled rows say
-        task = run(Request.build("check", columns=dict(estimated.columns)),
-                   estimated.reference).task
-    if task is None:  # per label, the estimates are the same whatever the classes' task
-        task = "multilabel" if estimated.column_map.label in expected.schema() else "binary"
+    # per label, the estimates are the same whatever the classes' task (it sets the averages)
+    task = estimated.task or (ours.task if ours is not None else
+                              estimation.task_of(expected, estimated.column_map.label))
     theirs = run(replace(estimated, task=task, wide=False), expected)
     assert theirs.table is not None
     tables = [theirs.table] if ours is None or ours.table is None else [ours.table, theirs.table]

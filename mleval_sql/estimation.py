@@ -108,6 +108,16 @@ def expected(request: Request, source: Any) -> Source:
                                  replaces=cols.truth in ours))
 
 
+def task_of(source: Source, label: str) -> str:
+    """The task an evaluation of ``source``'s probabilities has where none is named: binary
+    with one label (or no label column), multilabel with more (an estimate of a label is the
+    same one-vs-rest in a multiclass task)."""
+    if label not in source.schema():
+        return "binary"
+    labels = source.polars().select(pl.col(label).n_unique()).collect().item()
+    return "binary" if labels == 1 else "multilabel"
+
+
 def _check_keys(current: Source, keys: Sequence[str], knots: pl.DataFrame) -> None:
     """Every label (and segment) of the input has a calibration map."""
     found = current.polars().select(*keys).unique().collect()
