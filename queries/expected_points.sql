@@ -4,14 +4,25 @@
 --         probability of being true, a number in [0, 1] (mleval_sql/estimation.py: the score,
 --         or the score through a calibration map learnt on labelled rows)
 -- Gives:  expected_points(segment, label, score, pos, neg, noise, neg_below, pos_above, p, n)
+--   Weights are taken as shares of the label's largest weight (the estimates are ratios).
 --   pos: sum of weight * probability, the expected positive weight at the score; neg: sum of
 --   weight * (1 - probability); noise: sum of weight^2 * probability * (1 - probability), the
 --   variance of the realised positive weight at the score (outcomes drawn independently).
 --   neg_below: neg of the label's lower scores; pos_above: pos of its higher scores; p, n: the
 --   label's expected positive and negative weight.
-WITH probabilities AS (
-    SELECT segment, label, score, weight, CAST(truth AS DOUBLE) AS q
+WITH scales AS (
+    SELECT segment, label, max(weight) AS scale
     FROM predictions
+    GROUP BY segment, label
+),
+probabilities AS (
+    -- weights as shares of the label's largest: every estimate is a ratio of them, and the
+    -- products of weights below (pairs, squares) neither over- nor underflow at 1e+-300
+    SELECT p.segment, p.label, p.score, p.weight / nullif(s.scale, 0) AS weight,
+           CAST(p.truth AS DOUBLE) AS q
+    FROM predictions AS p
+    JOIN scales AS s
+        ON s.segment IS NOT DISTINCT FROM p.segment AND s.label IS NOT DISTINCT FROM p.label
 ),
 points AS (
     SELECT

@@ -22,9 +22,13 @@ METRICS = metrics_of(ESTIMATED)
 def expected_points(predictions: pl.LazyFrame) -> pl.LazyFrame:
     """Per (segment, label, score): pos, neg, noise, neg_below, pos_above, p and n."""
     q = truth.cast(pl.Float64)
-    points = predictions.group_by(*_KEYS, "score").agg(
-        pos=(weight * q).sum(), neg=(weight * (1.0 - q)).sum(),
-        noise=(weight * weight * q * (1.0 - q)).sum())
+    # weights as shares of the label's largest: the estimates are ratios, and the products of
+    # weights (pairs, squares) neither over- nor underflow at 1e+-300
+    largest = weight.max().over(_KEYS)
+    w = pl.col("_share")
+    points = predictions.with_columns(
+        _share=weight / pl.when(largest != 0).then(largest)).group_by(*_KEYS, "score").agg(
+        pos=(w * q).sum(), neg=(w * (1.0 - q)).sum(), noise=(w * w * q * (1.0 - q)).sum())
     # the sums of the scores below and above, each row left out of its own
     before = pl.col("neg").shift(1, fill_value=0.0).cum_sum()
     after = pl.col("pos").reverse().shift(1, fill_value=0.0).cum_sum().reverse()
