@@ -215,12 +215,15 @@ def sweep_grid(table: pl.DataFrame, segments: Mapping[str, str], models: Sequenc
 
 
 def segment_dots(rows: pl.DataFrame, metric: str, models: Sequence[str],
-                 segments: Sequence[str], salt: str) -> str:
+                 segments: Sequence[str], salt: str,
+                 estimates: pl.DataFrame | None = None) -> str:
     """One line per segment (all of them), a dot per model, a ring at the baseline; segments too
     small to judge are greyed. Where ``rows`` has ``ci_low`` and ``ci_high``, each value's
     interval is an error bar, and the models' dots sit side by side on their segment's line so
     that their bars do not overlap (the bars of model ``i`` are the SVG group
-    ``<salt>-interval-<i>``, their caps ``<salt>-interval-<i>-caps``)."""
+    ``<salt>-interval-<i>``, their caps ``<salt>-interval-<i>-caps``). ``estimates``: the
+    rows of the value's estimate, a hollow diamond beside each dot (SVG group
+    ``<salt>-estimate-<i>``)."""
     height = 0.22 * len(segments) + 1.0
     intervals = "ci_low" in rows.columns and "ci_high" in rows.columns
     if intervals:
@@ -251,6 +254,13 @@ def segment_dots(rows: pl.DataFrame, metric: str, models: Sequence[str],
                 caps[0].set_gid(f"{salt}-interval-{i}-caps")
         ax.scatter(part["value"].to_list(), ys, s=28, color=face, edgecolors=palette[model],
                    label=model, zorder=3)
+        if estimates is not None:
+            guess = estimates.filter(pl.col(MODEL) == model)
+            marks = ax.scatter(guess["value"].to_list(),
+                               [index[s] + shift for s in guess[SEGMENT].to_list()], s=30,
+                               marker="D", facecolors="none", edgecolors=palette[model],
+                               linewidths=1.0, zorder=3)
+            marks.set_gid(f"{salt}-estimate-{i}")
         if part["baseline"].null_count() < part.height:
             ax.scatter(part["baseline"].to_list(), ys, s=60, facecolors="none",
                        edgecolors="#777777", linewidths=0.8, zorder=2,
@@ -259,19 +269,28 @@ def segment_dots(rows: pl.DataFrame, metric: str, models: Sequence[str],
     ax.set_ylim(-0.7, len(segments) - 0.3)
     ax.grid(axis="x", alpha=0.3)
     ax.tick_params(axis="x", labelsize=7)
+    if estimates is not None:  # one entry, in no model's colour
+        ax.scatter([], [], s=30, marker="D", facecolors="none", edgecolors="#555555",
+                   label="estimated")
     ax.set_xlabel(metric + (" (bars: intervals)" if intervals else ""), fontsize=8)
-    ax.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(models) + 1,
-              frameon=False)
+    ax.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0),
+              ncol=len(ax.get_legend_handles_labels()[0]), frameon=False)
     return render(figure, salt)
 
 
 def trend_grid(rows: pl.DataFrame, columns: Sequence[str], granularities: Sequence[str],
-               models: Sequence[str], salt: str) -> str:
+               models: Sequence[str], salt: str,
+               estimates: Mapping[str, str] | None = None) -> str:
     """A panel per wide column (a metric at its average) and granularity: a line per model
     over the windows (x: each window's start), its interval as a band where ``rows`` have
-    ``ci_low`` and ``ci_high``, the baseline (``baseline``) as a dashed line, a window that
+    ``ci_low`` and ``ci_high``, the baseline (``baseline``) as a dotted line, a window that
     alerted (``alerted``) ringed in red, and a window too small to judge (``judged`` false)
-    hollow."""
+    hollow. ``estimates``: a column -> the column of its estimate, drawn in its panel as a
+    dashed line of the model's colour with its interval as a hatched band (the estimate's
+    lines of model ``i`` are the SVG group ``<salt>-estimate-<i>``)."""
+    from matplotlib.lines import Line2D
+
+    estimates = estimates or {}
     figure = require_matplotlib()(figsize=(3.6 * len(granularities) + 0.4,
                                            2.2 * len(columns) + 0.6), layout="constrained")
     axes = figure.subplots(len(columns), len(granularities), squeeze=False)
@@ -280,36 +299,83 @@ def trend_grid(rows: pl.DataFrame, columns: Sequence[str], granularities: Sequen
     for r, column in enumerate(columns):
         for c, grain in enumerate(granularities):
             ax = axes[r][c]
-            panel = rows.filter(pl.col("column") == column, pl.col("granularity") == grain)
-            for model in models:
-                part = panel.filter(pl.col(MODEL) == model).sort("window_start")
-                if part.is_empty():
-                    continue
-                x, y = part["window_start"].to_list(), part["value"].to_list()
-                color = palette[model]
-                ax.plot(x, y, color=color, linewidth=1.2, label=model, zorder=2)
-                judged = part["judged"].to_list()
-                ax.scatter(x, y, s=16, zorder=3, edgecolors=color,
-                           color=[color if j else "#ffffff" for j in judged])
-                if bands and part["ci_low"].null_count() < part.height:
-                    ax.fill_between(x, part["ci_low"].to_list(), part["ci_high"].to_list(),
-                                    color=color, alpha=0.15, linewidth=0, zorder=1)
-                if part["baseline"].null_count() < part.height:
-                    ax.plot(x, part["baseline"].to_list(), color=color, linewidth=0.9,
-                            linestyle="--", zorder=2)
-                fired = part.filter(pl.col("alerted"))
-                if fired.height:
-                    ax.scatter(fired["window_start"].to_list(), fired["value"].to_list(),
-                               s=70, facecolors="none", edgecolors="#c62828", linewidths=1.2,
-                               zorder=4)
-            ax.set_title(f"{column}, {grain}", fontsize=8)
+            # a window without a value breaks the line (a day whose truth is all unknown)
+            starts = rows.filter(pl.col("granularity") == grain).select(
+                "window_start").unique().sort("window_start")
+            for i, model in enumerate(models):
+                for drawn, estimate in ((column, False), (estimates.get(column), True)):
+                    if drawn is None:
+                        continue
+                    part = rows.filter(pl.col("column") == drawn, pl.col("granularity") == grain,
+                                       pl.col(MODEL) == model)
+                    if not part.is_empty():
+                        _trend_line(ax, starts.join(part, on="window_start", how="left"),
+                                    palette[model], model, bands, estimate,
+                                    f"{salt}-estimate-{i}")
+            ax.set_title(f"{column}, {grain}" if column not in estimates else
+                         f"{column} (dashed: {estimates[column]}), {grain}", fontsize=8)
+            _window_ticks(ax, starts["window_start"])
             ax.tick_params(labelsize=6.5)
             ax.grid(alpha=0.3)
             for label in ax.get_xticklabels():
                 label.set_rotation(30)
                 label.set_horizontalalignment("right")
-    axes[0][0].legend(fontsize=7, frameon=False)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    if not estimates:
+        axes[0][0].legend(fontsize=7, frameon=False)
+        return render(figure, salt)
+    # the models' colours and the two line styles, above the panels (not over a line)
+    handles += [Line2D([], [], color="#555555", linewidth=1.2, marker="o", markersize=3.5),
+                Line2D([], [], color="#555555", linewidth=1.2, linestyle="--", marker="D",
+                       markersize=3, markerfacecolor="#555555")]
+    labels += ["realised", "estimated"]
+    figure.legend(handles, labels, loc="outside upper center", ncol=len(labels), fontsize=7,
+                  frameon=False)
     return render(figure, salt)
+
+
+def _window_ticks(ax: Any, starts: pl.Series) -> None:
+    """A tick at each of a few days' windows, named by its date (matplotlib's own ticks
+    fall at hours between them)."""
+    days = starts.unique().sort().drop_nulls()
+    if starts.dtype == pl.Date and 0 < days.len() <= 12:
+        ax.set_xticks(days.to_list(), [str(d) for d in days.to_list()])
+
+
+def _trend_line(ax: Any, part: pl.DataFrame, color: str, model: str, bands: bool,
+                estimate: bool, gid: str) -> None:
+    """One model's line of a trend panel, a row per window (null where it has no value;
+    ``estimate``: dashed, its band hatched)."""
+    def values(column: str) -> list[float]:
+        return [math.nan if v is None else v for v in part[column].to_list()]
+
+    x, y = part["window_start"].to_list(), values("value")
+    line = ax.plot(x, y, color=color, linewidth=1.2, zorder=2,
+                   linestyle="--" if estimate else "-", label=None if estimate else model)
+    judged = part["judged"].fill_null(False).to_list()
+    dots = ax.scatter(x, y, s=16, zorder=3, edgecolors=color,
+                      marker="D" if estimate else "o",
+                      color=[color if j else "#ffffff" for j in judged])
+    if bands and part["ci_low"].null_count() < part.height:
+        low, high = values("ci_low"), values("ci_high")
+        if estimate:  # hatched, so that it reads apart from the realised band it overlaps
+            band = ax.fill_between(x, low, high, facecolor="none", edgecolor=color,
+                                   hatch="///", alpha=0.3, linewidth=0, zorder=1)
+            if hasattr(band, "set_hatch_linewidth"):  # matplotlib >= 3.10
+                band.set_hatch_linewidth(0.6)
+            band.set_gid(gid + "-band")
+        else:
+            ax.fill_between(x, low, high, color=color, alpha=0.15, linewidth=0, zorder=1)
+    if estimate:
+        line[0].set_gid(gid)
+        dots.set_gid(gid + "-dots")
+    elif part["baseline"].null_count() < part.height:
+        ax.plot(x, values("baseline"), color=color, linewidth=0.9, linestyle=":",
+                zorder=2)
+    fired = part.filter(pl.col("alerted").fill_null(False))
+    if fired.height:
+        ax.scatter(fired["window_start"].to_list(), fired["value"].to_list(), s=70,
+                   facecolors="none", edgecolors="#c62828", linewidths=1.2, zorder=4)
 
 
 def slice_dots(rows: Sequence[Mapping[str, Any]], metric: str, salt: str) -> str:

@@ -5,8 +5,10 @@ against the baseline, the metric across every segment, the curves of the overall
 weakest and strongest segments, the per-label tables, and what was run. Where the job sets
 ``ci``, values carry their intervals (in brackets in the tables, error bars in the chart of every
 segment, in the curves' legends), significant rules' alerts their p- and q-values, and the
-overview marks the values those rules flagged. No script, style sheet, font or image is
-fetched: the styles are inline, the charts are inline SVG, and the page's
+overview marks the values those rules flagged. An estimated metric (``estimated_f1``) sits
+beside the value it estimates where the job asks both: its column right after it, its line
+dashed in the same trend panel, a diamond beside each dot. No script, style sheet, font or
+image is fetched: the styles are inline, the charts are inline SVG, and the page's
 Content-Security-Policy forbids any request.
 
 >>> page = render_html(result, versions={"mleval_sql": "0.1.0"})  # doctest: +SKIP
@@ -21,6 +23,7 @@ from typing import Any
 
 import polars as pl
 
+from mleval_sql.labels import COVERAGE
 from mleval_sql.params import curve_bins
 from mleval_sql.reporting import charts, over_time
 from mleval_sql.reporting.job import MODEL, OVERALL, SEGMENT, SEGMENTATION, Job, JobError
@@ -28,12 +31,15 @@ from mleval_sql.reporting.run import (
     LOWER_IS_BETTER,
     NEUTRAL,
     Result,
+    big_enough,
+    judged,
     ordering,
     rank_column,
     shown_drift,
     summary_rows,
     wide_table,
 )
+from mleval_sql.request import ESTIMATED_METRICS
 from mleval_sql.slicing import ROW_ERRORS
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -99,15 +105,51 @@ def _tone(metric: str, delta: float | None) -> str:
 Flags = dict[tuple[Any, ...], str]
 
 
-def _cell(metric: str, row: Mapping[str, Any] | None, flag: str | None = None) -> dict[str, Any]:
+def _cell(metric: str, row: Mapping[str, Any] | None, flag: str | None = None, *,
+          few_labels: bool = False) -> dict[str, Any]:
     """A table cell: the value, its interval (``low``, ``high``; null without one) and why
-    either is null (``reason``), its delta against the baseline and the delta's tone, and
-    ``flag``: what a significant rule said of it (or null)."""
+    either is null (``reason``), its delta against the baseline and the delta's tone,
+    ``flag``: what a significant rule said of it (or null), whether it is an estimate, and
+    its ``classes``: flagged, an estimate, or greyed (a realised value of a segment whose
+    truth is known too little to judge it: ``few_labels``)."""
     row = row or {}
     delta = row.get("delta")
+    estimated = metric in ESTIMATED_METRICS
+    classes = [c for c, on in (("flagged", flag), ("est", estimated),
+                               ("unjudged", few_labels and not estimated)) if on]
     return {"value": row.get("value"), "low": row.get("ci_low"), "high": row.get("ci_high"),
             "reason": row.get("reason"), "delta": delta, "tone": _tone(metric, delta),
-            "flag": flag}
+            "flag": flag, "estimated": estimated, "classes": " ".join(classes),
+            "shade": " ".join(c for c in classes if c != "flagged")}  # its delta's
+
+
+def realised(metric: str) -> str:
+    """The metric an estimated one estimates (``estimated_f1`` -> ``f1``)."""
+    return metric.removeprefix("estimated_")
+
+
+def twins(rows: pl.DataFrame) -> dict[str, str]:
+    """The columns of ``rows`` (``column, metric, average``) that estimate another of them ->
+    that column: ``estimated_f1`` -> ``f1``, ``estimated_f1_macro`` -> ``f1_macro``."""
+    named = {(m, a): c for c, m, a in rows.select("column", "metric", "average").unique(
+        maintain_order=True).iter_rows()}
+    return {c: named[(realised(m), a)] for (m, a), c in named.items()
+            if m in ESTIMATED_METRICS and (realised(m), a) in named}
+
+
+def beside(columns: list[str], pairs: Mapping[str, str]) -> list[str]:
+    """``columns`` with each estimate (``pairs``: estimate -> realised) right after the value
+    it estimates.
+
+    >>> beside(["estimated_f1", "roc_auc", "f1"], {"estimated_f1": "f1"})
+    ['roc_auc', 'f1', 'estimated_f1']
+    """
+    out = []
+    for column in columns:
+        if column not in pairs:
+            out.append(column)
+            out.extend(e for e, r in pairs.items() if r == column)
+    return out
 
 
 def _flags(result: Result) -> Flags:
@@ -145,10 +187,14 @@ def context(result: Result, versions: Mapping[str, str]) -> dict[str, Any]:
     models = sorted(result.sizes[MODEL].unique().to_list())
     segments = list(dict.fromkeys(result.sizes[SEGMENT].to_list()))
     rank, rank_metric = rank_column(result) if rows.height else (None, None)
-    columns = list(dict.fromkeys(rows["column"].to_list()))
+    paired = twins(rows)
+    columns = beside(list(dict.fromkeys(rows["column"].to_list())), paired)
     metric_of = dict(zip(rows["column"].to_list(), rows["metric"].to_list(), strict=True))
     flags = _flags(result)
     cells = {(r[MODEL], r[SEGMENT], r["column"]): r for r in rows.iter_rows(named=True)}
+    # a segment large enough that is not judged: its truth is known for too little of it
+    few = set(result.sizes.filter(big_enough(job) & ~pl.col("judged")).select(
+        MODEL, SEGMENT).iter_rows())
 
     def flag(row: Mapping[str, Any] | None) -> str | None:
         return None if row is None else flags.get(
@@ -157,7 +203,9 @@ def context(result: Result, versions: Mapping[str, str]) -> dict[str, Any]:
     overview = [{
         "model": row[MODEL], "segment": row[SEGMENT], "samples": row["samples"],
         "weight": row["weight"], "judged": row["judged"],
-        "cells": [_cell(metric_of[c], cell, flag(cell)) for c in columns
+        "few_labels": (row[MODEL], row[SEGMENT]) in few,
+        "cells": [_cell(metric_of[c], cell, flag(cell),
+                        few_labels=(row[MODEL], row[SEGMENT]) in few) for c in columns
                   for cell in [cells.get((row[MODEL], row[SEGMENT], c))]]}
         for row in wide.iter_rows(named=True)]
     ranked = _ranked(result, rows, rank, rank_metric) if rank else None
@@ -167,6 +215,9 @@ def context(result: Result, versions: Mapping[str, str]) -> dict[str, Any]:
         "title": job.title, "task": result.task, "engine": job.engine,
         "job_file": str(job.file) if job.file else None,
         "models": models, "columns": columns, "overview": overview,
+        "estimated": [c for c in columns if metric_of[c] in ESTIMATED_METRICS],
+        "estimated_metrics": ESTIMATED_METRICS, "few_labels": bool(few),
+        "estimates": _estimates_text(result, paired),
         "has_baseline": job.baseline is not None,
         "baseline": _baseline_text(result), "rank": rank, "rank_metric": rank_metric,
         "window": _window_text(result),
@@ -219,6 +270,30 @@ def _interval_text(result: Result) -> str | None:
     return f"{_level(result.job)}: " + ", ".join(said or ["no value has one"])
 
 
+def _estimation_text(job: Job) -> str | None:
+    """What the estimated metrics read the scores as, in words (null where none is asked)."""
+    if not any(m in ESTIMATED_METRICS for m in job.metrics):
+        return None
+    spec = job.estimation
+    if spec is None or spec.reference is None or spec.calibration == "none":
+        return "the scores read as calibrated probabilities"
+    return (f"the scores mapped to probabilities by the calibration map "
+            f"({spec.calibration or 'isotonic'}) learnt on the labelled rows of "
+            f"{spec.reference}")
+
+
+def _estimates_text(result: Result, paired: Mapping[str, str]) -> str | None:
+    """The overview's words on its estimated columns (null where the job asks none)."""
+    said = _estimation_text(result.job)
+    if said is None:
+        return None
+    where = "right after the value each estimates, " if paired else ""
+    return (f"estimated columns ({where}in italics) are expected values from the scores "
+            f"alone, every row counted whether its truth is known or not ({said})" + (
+                f"; their intervals: where the realised value falls with {_level(result.job)} "
+                "probability" if _level(result.job) else ""))
+
+
 def _level(job: Job) -> str | None:
     """The intervals' level as a percentage (``95%``), or null without ``ci``."""
     level = job.options.get("ci")
@@ -263,7 +338,7 @@ def _ranked(result: Result, rows: pl.DataFrame, rank: str, metric: str) -> pl.Da
     table = rows.filter(pl.col("column") == rank).join(
         result.sizes.select(MODEL, SEGMENT, "samples", "weight", "judged"),
         on=[MODEL, SEGMENT], how="left")
-    return table.filter(pl.col("judged") & (pl.col(SEGMENTATION) != OVERALL)
+    return table.filter(judged(metric, result.job) & (pl.col(SEGMENTATION) != OVERALL)
                         & pl.col("value").is_not_null()).sort(
         better(pl.col("value")), MODEL, SEGMENT, maintain_order=True)
 
@@ -320,14 +395,22 @@ def _charts(result: Result, ranked: pl.DataFrame | None, rows: pl.DataFrame,
     if result.trend is not None:
         out.append(_trends(result, models))
     if rank is not None:
+        sized = result.sizes.select(MODEL, SEGMENT, "samples", "weight", "judged")
         dots = rows.filter(pl.col("column") == rank).join(
-            result.sizes.select(MODEL, SEGMENT, "judged"), on=[MODEL, SEGMENT], how="left")
+            sized, on=[MODEL, SEGMENT], how="left").with_columns(
+            judged=judged(str(metric), job))
+        estimate = next((e for e, r in twins(rows).items() if r == rank), None)
+        diamonds = None if estimate is None else rows.filter(
+            pl.col("column") == estimate).join(sized, on=[MODEL, SEGMENT], how="left")
         bars = "ci_low" in dots.columns
-        out.append({"id": "by-segment", "title": f"{rank} in every segment",
-                    "note": "A dot per model; hollow dots: too small to judge; rings: the "
-                            "baseline" + (f"; bars: the {_level(job)} intervals."
-                                          if bars else "."),
-                    "svg": charts.segment_dots(dots, rank, models, segments, "by-segment")})
+        note = "A dot per model; hollow dots: too small to judge" + (
+            " or with too few labels" if COVERAGE in result.sizes.columns else "") + (
+            "; rings: the baseline") + (f"; bars: the {_level(job)} intervals" if bars else "") + (
+            f"; diamonds: {estimate}, the value estimated without the truth" if estimate
+            else "") + "."
+        out.append({"id": "by-segment", "title": f"{rank} in every segment", "note": note,
+                    "svg": charts.segment_dots(dots, rank, models, segments, "by-segment",
+                                               estimates=diamonds)})
     titles = {"roc": ("ROC curves", "roc_auc"), "pr": ("Precision-recall curves",
                                                         "average_precision"),
               "reliability": ("Reliability diagrams", "calibration_error")}
@@ -402,20 +485,26 @@ def _trends(result: Result, models: list[str]) -> dict[str, str]:
                                                "label_coverage").unique(
             [MODEL, SEGMENT, "granularity", "window_start"]),
             on=[MODEL, SEGMENT, "granularity", "window_start"], how="left", nulls_equal=True)
+    # an estimate reads every row: the truth's coverage does not judge it
     rows = rows.join(sizes, on=[MODEL, SEGMENT, "granularity", "window_start"], how="left",
                      nulls_equal=True).with_columns(
-        judged=pl.all_horizontal((pl.col("samples") >= job.min_samples)
-                                 & (pl.col("weight") >= job.min_weight), *coverage))
-    columns = [c for c in dict.fromkeys(rows["column"].to_list())]
+        judged=big_enough(job) & (pl.col("metric").is_in(ESTIMATED_METRICS)
+                                  | pl.all_horizontal(pl.lit(True), *coverage)))
+    paired = twins(rows)
+    columns = [c for c in dict.fromkeys(rows["column"].to_list()) if c not in paired]
+    estimates = {r: e for e, r in paired.items()}
     bands = "ci_low" in rows.columns
     note = (f"Overall, each window of {job.window.column} ({job.window.time_zone}); a line per "
-            "model" + (f", its band the {_level(job)} intervals" if bands else "") +
-            ("; dashed: the baseline" if job.baseline is not None and not job.baseline.previous
+            "model" + (f", its band the {_level(job)} intervals" if bands else "") + (
+                "; dashed, with diamonds and a hatched band: the value estimated without the "
+                "truth, in the panel of the value it estimates" if estimates else "") +
+            ("; dotted: the baseline" if job.baseline is not None and not job.baseline.previous
              else "") + "; hollow: too small to judge" + (
                 f" or truth known for under {job.min_label_coverage:.0%} of its weight"
                 if coverage else "") + "; red rings: the latest window's alerts.")
     return {"id": "trends", "title": "Trends", "note": note,
-            "svg": charts.trend_grid(rows, columns, job.window.every, models, "trends")}
+            "svg": charts.trend_grid(rows, columns, job.window.every, models, "trends",
+                                     estimates)}
 
 
 def _per_label(result: Result, flags: Flags) -> list[dict[str, Any]]:
@@ -428,6 +517,8 @@ def _per_label(result: Result, flags: Flags) -> list[dict[str, Any]]:
     metrics = list(dict.fromkeys(rows["metric"].to_list()))
     order = {m: i for i, m in enumerate(dict.fromkeys([*result.job.metrics, *metrics]))}
     metrics.sort(key=order.__getitem__)
+    metrics = beside(metrics, {m: realised(m) for m in metrics
+                               if m in ESTIMATED_METRICS and realised(m) in metrics})
     out = []
     for model in sorted(rows[MODEL].unique().to_list()):
         part = rows.filter(pl.col(MODEL) == model)
@@ -457,6 +548,7 @@ def _parameters(result: Result) -> list[tuple[str, str]]:
         ("judged segments", f"at least {job.min_samples} samples and weight "
                             f"{job.min_weight:g}"),
         ("intervals", _interval_text(result) or "none (ci not set)"),
+        *([("estimated metrics", _estimation_text(job))] if _estimation_text(job) else []),
         *([("significance tests", f"{result.tests} by the significant rules ("
             + ", ".join(r.key for r in job.rules if r.significant) + "); false discovery "
             f"rate {job.fdr:g} (Benjamini-Hochberg over all of them)")]

@@ -23,7 +23,7 @@ from mleval_sql import windows
 from mleval_sql.engines import ENGINES, local_engines
 from mleval_sql.params import CURVE_PARAMS, PARAMS, RESULT_COLUMNS
 from mleval_sql.registry import AVERAGES, METRICS
-from mleval_sql.request import DRIFT_STATISTICS, OPTIONS, Request
+from mleval_sql.request import CALIBRATIONS, DRIFT_STATISTICS, ESTIMATED_METRICS, OPTIONS, Request
 from mleval_sql.schema import InputError
 from mleval_sql.windows import Window
 
@@ -157,6 +157,34 @@ class Drift:
 
 
 @dataclass(frozen=True)
+class Estimation:
+    """The estimated metrics' options ([estimation]): the labelled rows their calibration map
+    is learnt on (``reference``, a path; None: the scores are read as calibrated
+    probabilities) and the map (``calibration``; None: isotonic with a reference)."""
+
+    reference: str | None = None
+    calibration: str | None = None
+
+    def options(self) -> dict[str, Any]:
+        """As ``me.evaluate`` takes them."""
+        return {k: v for k, v in (("reference", self.reference),
+                                  ("calibration", self.calibration)) if v is not None}
+
+    def said(self) -> dict[str, Any]:
+        """What the estimates depend on besides the rows: the options, and each local
+        reference file's path, size and modification time (a reference rewritten in place
+        learns another map)."""
+        files: list[list[Any]] = []
+        if self.reference is not None and "://" not in self.reference:
+            from mleval_sql.files import snapshot
+
+            for path in snapshot([self.reference], suffixes=(".parquet", ".csv")):
+                stat = os.stat(path)
+                files.append([path, stat.st_size, stat.st_mtime_ns])
+        return {**self.options(), "files": files}
+
+
+@dataclass(frozen=True)
 class Job:
     """A reporting job (see ``examples/report.toml`` for every key)."""
 
@@ -188,6 +216,7 @@ class Job:
     min_label_coverage: float = 0.9  # a segment whose truth is known for less: never alerts
     window: Window | None = None  # [window]: every table per time window
     history: Path | str | None = None  # [history] path (delta://...: a Delta table)
+    estimation: Estimation | None = None  # [estimation]: what the estimated_* metrics read
     file: Path | None = None
 
     @property
@@ -223,15 +252,19 @@ class Job:
 
     def request(self, action: str, source: Source, by: Sequence[str], **more: Any) -> Request:
         """The request of ``action`` on ``source`` by the columns ``by``: the job's options
-        (evaluate's parameters only where they apply) and ``more``."""
+        (evaluate's parameters only where they apply, [estimation]'s where an evaluation asks
+        an estimated metric) and ``more``."""
         taken = ENGINES[self.engine].options
+        estimated = action == "evaluate" and self.estimation is not None and any(
+            m in ESTIMATED_METRICS for m in more.get("metrics") or ())
         options = {"by": list(by), "columns": dict(source.columns), "task": self.task,
                    "engine": self.engine, "memory_limit": self.memory_limit,
                    "threads": self.threads if "threads" in taken else None,
                    "reproducible": self.reproducible, "storage_options": source.storage_options,
                    "as_of": source.as_of, "window": self.window,
                    "unlabelled": self.unlabelled, "labels": self.labels,
-                   **(self.options if action in ("evaluate", "compare", "slices") else {})}
+                   **(self.options if action in ("evaluate", "compare", "slices") else {}),
+                   **(self.estimation.options() if estimated and self.estimation else {})}
         return Request.build(action, **{**options, **more})
 
     @classmethod
@@ -321,7 +354,9 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
         raise JobError(str(error)) from None
     options = {name: checked.params[name] for name in PARAMETERS}
     curves = _Table(top.get("curves", dict, default={}), "curves")
-    kinds = curves.get("kinds", list, default=list(CURVE_KINDS))
+    # curves are drawn from the truth: a job of estimated metrics alone draws none unless asked
+    estimates_only = all(m in ESTIMATED_METRICS for m in metrics)
+    kinds = curves.get("kinds", list, default=[] if estimates_only else list(CURVE_KINDS))
     for i, kind in enumerate(kinds):
         if kind not in CURVE_KINDS:
             raise JobError(f"curves.kinds[{i}]: expected one of {list(CURVE_KINDS)}, "
@@ -351,6 +386,8 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
         if "://" not in outcomes and not any(ch in outcomes for ch in "*?[") \
                 and not Path(outcomes).exists():
             raise JobError(f"labels.path: no such file or folder: {outcomes}")
+    estimation = _estimation(top.get("estimation", dict), base, metrics) \
+        if "estimation" in data else None
     history = None
     if "history" in data:
         table = _Table(top.get("history", dict), "history")
@@ -406,6 +443,11 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
              for i, r in enumerate(alerts.get("rules", list, default=[]))]
     alerts.done()
     slices = _slices(top.get("slices", dict), options) if "slices" in data else None
+    if slices is not None and slices.metric in ESTIMATED_METRICS and estimation is not None \
+            and estimation.reference is not None and estimation.calibration != "none":
+        raise JobError(f"slices.metric: {slices.metric} is sliced with the scores read as "
+                       "probabilities; [estimation]'s calibration map applies to the tables "
+                       "only (slice a realised metric, or drop [estimation])")
     job = Job(sources=sources, metrics=metrics, segmentations=segmentations,
               title=top.get("title", str, default="Evaluation report"), task=checked.task,
               engine=engine, memory_limit=checked.memory_limit, threads=given["threads"],
@@ -414,7 +456,7 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
               max_labels=max_labels, baseline=baseline, rules=rules, min_samples=min_samples,
               min_weight=min_weight, fdr=fdr, slices=slices, drift=drift, window=window,
               unlabelled=given["unlabelled"], labels=outcomes, min_label_coverage=min_coverage,
-              history=history, file=file)
+              history=history, estimation=estimation, file=file)
     top.done()
     return job
 
@@ -480,6 +522,31 @@ def _drift(data: Any, base: Path, options: Mapping[str, Any]) -> Drift:
         raise JobError(f"drift.statistic: {shown!r} is not among the statistics computed "
                        f"({', '.join(request.statistics)})")
     return Drift(given, shown)
+
+
+def _estimation(data: Any, base: Path, metrics: list[str]) -> Estimation:
+    """[estimation]: the labelled rows the estimated metrics' calibration map is learnt on
+    (reference, a path relative to the job's folder) and the map (calibration), as
+    ``me.evaluate`` takes them."""
+    table = _Table(data, "estimation")
+    reference = table.get("reference", str, default=None)
+    calibration = table.get("calibration", str, default=None, choices=CALIBRATIONS)
+    table.done()
+    if not any(m in ESTIMATED_METRICS for m in metrics):
+        raise JobError(f"estimation: serves the estimated metrics ({', '.join(ESTIMATED_METRICS)}"
+                       f"); the job asks none (its metrics are {metrics})")
+    if reference is not None:
+        reference = _text(reference, "estimation.reference")
+        if "://" not in reference and not Path(reference).is_absolute():
+            reference = os.path.normpath(base / reference)
+        if "://" not in reference and not any(ch in reference for ch in "*?[") \
+                and not Path(reference).exists():
+            raise JobError(f"estimation.reference: no such file or folder: {reference}")
+    try:
+        Request.build("evaluate", metrics=metrics, reference=reference, calibration=calibration)
+    except InputError as error:
+        raise JobError(f"estimation: {error}") from None
+    return Estimation(reference, calibration)
 
 
 def _window(data: Any) -> Window:

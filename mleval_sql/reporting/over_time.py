@@ -222,6 +222,8 @@ def request_hash(job: Job) -> str:
             "sources": [[list(s.paths), s.model, s.model_column, dict(s.columns)]
                         for s in job.sources],
             "labels": job.labels, "unlabelled": job.unlabelled}
+    if job.estimation is not None:  # the estimates' reference and map (its files' sizes, times)
+        said["estimation"] = job.estimation.said()
     return hashlib.sha256(json.dumps(said, sort_keys=True, default=str).encode()).hexdigest()
 
 

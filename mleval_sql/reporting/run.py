@@ -44,7 +44,7 @@ from mleval_sql.reporting.job import (
     Segmentation,
     Source,
 )
-from mleval_sql.request import DRAWN, wide_column
+from mleval_sql.request import DRAWN, ESTIMATED_METRICS, wide_column
 from mleval_sql.schema import InputError
 from mleval_sql.sources import Parquet, as_source
 from mleval_sql.windows import COLUMNS, END, GRANULARITY
@@ -424,23 +424,48 @@ class _Prepared:
                                            if k in table.columns and k != self.model})
 
     def task(self) -> str:
-        return self._run("check", self.job.segmentations[0]).task
+        """The source's task, as its truth says; a job of estimated metrics alone may have
+        none to read: then binary, or multilabel with a label column (per label, the
+        estimates are the same whatever the classes' task)."""
+        job = self.job
+        schema = self.src.schema()
+        truth = self.source.columns.get("truth") or "truth"
+        if job.labels is not None or truth in schema or not all(
+                m in ESTIMATED_METRICS for m in job.metrics):
+            return self._run("check", job.segmentations[0]).task
+        return "multilabel" if (self.source.columns.get("label") or "label") in schema \
+            else "binary"
 
     def evaluate(self, metrics: list[str], task: str, progress: Progress,
                  ) -> tuple[pl.DataFrame, pl.DataFrame, dict[tuple[str, ...], pl.DataFrame]]:
         """The metric rows, the sizes (samples, their weight) and the curve tables of every
         segment of every segmentation, one evaluation each; the curves by the kinds each table
-        draws (ROC and PR: one table)."""
-        kinds = [] if task in NO_CURVES else [k for k in self.job.curves if k in DRAWN]
+        draws (ROC and PR: one table). The estimated metrics are an evaluation of their own,
+        which reads every row: the sizes are its own, every row's, where the realised
+        metrics read only those of known truth (``unlabelled = "skip"``: their share is
+        ``label_coverage``)."""
+        estimated = [m for m in metrics if m in ESTIMATED_METRICS]
+        realised = [m for m in metrics if m not in ESTIMATED_METRICS]
+        kinds = [] if task in NO_CURVES or not realised else \
+            [k for k in self.job.curves if k in DRAWN]
         points = {"max_points": self.job.max_points} if {"roc", "pr"} & set(kinds) else {}
+        averages = _averages(self.job, metrics)
         rows, sizes = [], []
         drawn: dict[tuple[str, ...], list[pl.DataFrame]] = {}
         for segmentation in self.job.segmentations:
             progress.stage(f"{self.source.key}: {segmentation.name}")
-            outcome = self._run("evaluate", segmentation, metrics=metrics, task=task,
-                                average=_averages(self.job, metrics), curves=kinds, **points)
-            rows.append(self._keyed(outcome.table, segmentation))
-            sizes.append(self._keyed(outcome.sizes.drop("rows"), segmentation))
+            outcome = self._run("evaluate", segmentation, metrics=realised or estimated,
+                                task=task, average=averages, curves=kinds, **points)
+            table, size = outcome.table, outcome.sizes.drop("rows")
+            if realised and estimated:
+                theirs = self._run("evaluate", segmentation, metrics=estimated, task=task,
+                                   average=averages)
+                assert table is not None and theirs.table is not None
+                size = _every_row(size, theirs.sizes.drop("rows"))
+                table = _with_coverage(pl.concat([table, theirs.table], how="diagonal_relaxed"),
+                                       size)
+            rows.append(self._keyed(table, segmentation))
+            sizes.append(self._keyed(size, segmentation))
             for shared, table in shared_tables(outcome.curves).items():
                 drawn.setdefault(shared, []).append(self._keyed(table, segmentation))
         curves = {shared: self._grid(parts) for shared, parts in drawn.items()}
@@ -540,7 +565,10 @@ class _Prepared:
 
         base = self.job.baseline
         assert base is not None
-        if self.model is None or base.model not in set(
+        # compare reads the truth, not the probabilities: an estimate is tested from its
+        # intervals
+        metrics = [m for m in metrics if m not in ESTIMATED_METRICS]
+        if not metrics or self.model is None or base.model not in set(
                 table.filter(pl.col(SEGMENTATION) == OVERALL)[MODEL]) or base.model not in set(
                 self.src.polars().select(pl.col(self.model).cast(pl.String)
                                          .unique()).collect().to_series()):
@@ -564,6 +592,33 @@ class _Prepared:
                 "models": sorted(set(overall[MODEL].to_list())),
                 "samples": int(overall["samples"].sum()),
                 "weight": float(overall["weight"].sum())}
+
+
+def _every_row(ours: pl.DataFrame, theirs: pl.DataFrame) -> pl.DataFrame:
+    """The sizes of every row of each segment and window (``theirs``, the estimated
+    evaluation's: it reads them all), with the share of their weight whose truth is known
+    (``label_coverage`` of the realised evaluation's, ``ours``; 0 where it has no row)."""
+    if COVERAGE not in ours.columns:
+        return theirs
+    keys = [c for c in theirs.columns if c not in ("samples", "weight")]
+    joined = theirs.join(ours.select(*keys, COVERAGE), on=keys, how="left", nulls_equal=True,
+                         maintain_order="left") if keys else \
+        theirs.join(ours.select(COVERAGE), how="cross")  # one segment, no window
+    return joined.with_columns(
+        pl.when(pl.col("weight") > 0).then(pl.col(COVERAGE).fill_null(0.0)).alias(COVERAGE))
+
+
+def _with_coverage(table: pl.DataFrame, sizes: pl.DataFrame) -> pl.DataFrame:
+    """Every metric row, estimated ones too, with its segment's ``label_coverage`` (a
+    history keeps the segment's from any of its rows)."""
+    if COVERAGE not in sizes.columns:
+        return table
+    keys = [c for c in sizes.columns if c in table.columns and c != COVERAGE]
+    rest = table.drop(COVERAGE, strict=False)
+    if not keys:  # one segment, no window
+        return rest.join(sizes.select(COVERAGE), how="cross")
+    return rest.join(sizes.select(*keys, COVERAGE), on=keys, how="left", nulls_equal=True,
+                     maintain_order="left")
 
 
 def _task(prepared: list[_Prepared], job: Job) -> str:
@@ -609,10 +664,22 @@ def _sorted(frame: pl.DataFrame, job: Job, order: dict[str, int]) -> pl.DataFram
 def _judged(sizes: pl.DataFrame, job: Job) -> pl.DataFrame:
     """``sizes`` with ``judged``: whether the segment is large enough, and its truth known
     enough (``label_coverage``, where truth may be unknown), to alert."""
-    judged = (pl.col("samples") >= job.min_samples) & (pl.col("weight") >= job.min_weight)
+    judged = big_enough(job)
     if COVERAGE in sizes.columns:
         judged = judged & (pl.col(COVERAGE).fill_null(0.0) >= job.min_label_coverage)
     return sizes.with_columns(judged=judged)
+
+
+def big_enough(job: Job) -> pl.Expr:
+    """Whether a segment (``samples``, ``weight``) is large enough to judge."""
+    return (pl.col("samples") >= job.min_samples) & (pl.col("weight") >= job.min_weight)
+
+
+def judged(metric: str, job: Job) -> pl.Expr:
+    """Whether a segment's value of ``metric`` is judged (``judged`` of its sizes): an
+    estimated metric reads every row, known truth or not, so only the segment's size
+    counts."""
+    return big_enough(job) if metric in ESTIMATED_METRICS else pl.col("judged")
 
 
 METRIC_KEYS = (*COLUMNS, SEGMENTATION, SEGMENT, "metric", "average", "label", "predicted")
@@ -722,7 +789,7 @@ def _alerts(metrics: pl.DataFrame, sizes: pl.DataFrame, job: Job,
     rate over every test of every significant rule (Benjamini-Hochberg), is at most the job's
     ``fdr``."""
     keys = [MODEL, SEGMENTATION, SEGMENT]
-    judged = sizes.select(*keys, "samples", "weight", "judged")
+    sized = sizes.select(*keys, "samples", "weight", "judged")
     candidates = []
     for index, rule in enumerate(job.rules):
         if rule.drift:
@@ -734,8 +801,8 @@ def _alerts(metrics: pl.DataFrame, sizes: pl.DataFrame, job: Job,
                 p_value=pl.col("p_value") if rule.significant else pl.lit(None, pl.Float64),
                 tested=pl.lit(rule.significant) & pl.col("p_value").is_not_null()))
             continue
-        rows = rule_rows(metrics, rule, job).join(judged, on=keys, how="left").filter(
-            pl.col("judged"))
+        rows = rule_rows(metrics, rule, job).join(sized, on=keys, how="left").filter(
+            judged(rule.metric, job))
         value, base = pl.col("value"), pl.col("baseline")
         fires = {"below": value < rule.value, "above": value > rule.value,
                  "drop": (base - value) > rule.value, "rise": (value - base) > rule.value}
@@ -755,7 +822,8 @@ def _alerts(metrics: pl.DataFrame, sizes: pl.DataFrame, job: Job,
         q = q.scatter(every["tested"].arg_true(), uncertainty.adjusted(every["p_value"].filter(
             every["tested"])))
     every = every.with_columns(q)
-    significant = pl.Series([job.rules[i].significant for i in every["rule"]])
+    significant = pl.Series([job.rules[i].significant for i in every["rule"]],
+                            dtype=pl.Boolean)  # no row judged: none
     fired = every.filter(pl.col("fires") & (~significant | (pl.col("q_value") <= job.fdr)))
     rank = pl.col(SEGMENTATION).replace_strict(order, return_dtype=pl.Int32)
     out = fired.select(
