@@ -33,6 +33,13 @@ input. Steps:
   ``bootstrap-<engine>`` the same with ``ci=0.95`` (a Poisson bootstrap of 200 replicates)::
 
     python benchmarks/lake.py --samples 100_000 --steps auc-polars,delong-polars,sklearn
+- weighted intervals (not run by default): ``wpair-<engine>`` is F1, average precision and ROC
+  AUC per label and macro-averaged on the same lake with a ``weight`` column (each sample's
+  weight 1 / its sampling rate, a rate drawn in [0.05, 1]: fractional weights, as a log that
+  samples writes them), ``wbootstrap-<engine>`` the same with ``ci=0.95`` (200 replicates), and
+  ``wsklearn`` scikit-learn's numbers with ``sample_weight``::
+
+    python benchmarks/lake.py --samples 100_000 --steps wpair-polars,wbootstrap-polars,wsklearn
 - ``<kind>-spark`` (not run by default): the same requests on Spark (``--spark-master``,
   default ``local[2]``; the JVM's start, a few seconds, is in its time), and ``mllib``: what a
   Spark user does without mleval, MLlib's ``BinaryClassificationEvaluator`` (exact:
@@ -94,12 +101,16 @@ SPARK_STEPS = ("exact-spark", "binned-spark", "sweep-spark", "threshold-spark", 
                "mllib")
 CI_STEPS = tuple(f"{kind}-{engine}" for kind in ("auc", "delong", "pair", "bootstrap")
                  for engine in ("duckdb", "polars"))
+WEIGHTED_STEPS = (*(f"{kind}-{engine}" for kind in ("wpair", "wbootstrap")
+                    for engine in ("duckdb", "polars")), "wsklearn")
+WEIGHTED_METRICS = ["f1", "average_precision", "roc_auc"]
 
 
 # -- the lake ----------------------------------------------------------------------------------
 
-def make_lake(folder: Path, samples: int, seed: int = 0) -> Path:
-    """``folder/segment=sK/part-N.parquet``: ``samples`` samples x 10 labels, 8 segments."""
+def make_lake(folder: Path, samples: int, seed: int = 0, *, weighted: bool = False) -> Path:
+    """``folder/segment=sK/part-N.parquet``: ``samples`` samples x 10 labels, 8 segments;
+    ``weighted``: the same rows with a ``weight`` column (:func:`segment_tables`)."""
     import numpy as np
     import pyarrow.parquet as pq
 
@@ -110,7 +121,7 @@ def make_lake(folder: Path, samples: int, seed: int = 0) -> Path:
     per_file = 1_000_000
     for start in range(0, samples, per_file):
         n = min(per_file, samples - start)
-        for s, table in segment_tables(rng, start, n):
+        for s, table in segment_tables(rng, start, n, weighted=weighted):
             out = folder / f"segment=s{s}"
             out.mkdir(parents=True, exist_ok=True)
             pq.write_table(table, out / f"part-{start // per_file:05d}.parquet")
@@ -118,9 +129,12 @@ def make_lake(folder: Path, samples: int, seed: int = 0) -> Path:
     return folder
 
 
-def segment_tables(rng: Any, start: int, n: int) -> list[tuple[int, Any]]:
+def segment_tables(rng: Any, start: int, n: int, *,
+                   weighted: bool = False) -> list[tuple[int, Any]]:
     """``n`` samples (ids from ``start``) x 10 labels, each in one of 8 segments: each
-    segment's number and its rows as an Arrow table (sample, label, score, truth)."""
+    segment's number and its rows as an Arrow table (sample, label, score, truth, and with
+    ``weighted`` each sample's weight: 1 / a sampling rate drawn in [0.05, 1], drawn after
+    the rest so that the other columns are the unweighted lake's)."""
     import numpy as np
     import pyarrow as pa
 
@@ -131,6 +145,7 @@ def segment_tables(rng: Any, start: int, n: int) -> list[tuple[int, Any]]:
     logit = rng.normal(0.0, 1.0, size=(n, LABELS)) + np.where(truth, 1.2, -0.4)
     score = 1.0 / (1.0 + np.exp(-logit))
     sample = np.arange(start, start + n, dtype=np.int64)
+    weight = 1.0 / rng.uniform(0.05, 1.0, size=n) if weighted else None
     tables = []
     for s in range(SEGMENTS):
         rows = segment == s
@@ -141,6 +156,7 @@ def segment_tables(rng: Any, start: int, n: int) -> list[tuple[int, Any]]:
                 np.tile(np.arange(LABELS, dtype=np.int32), k), labels.dictionary),
             "score": score[rows].ravel(),
             "truth": truth[rows].ravel(),
+            **({} if weight is None else {"weight": np.repeat(weight[rows], LABELS)}),
         })))
     return tables
 
@@ -246,8 +262,8 @@ def run_step(step: str, lake: Path | str, memory_limit: str | None) -> dict:
     """Run one step here; return its numbers as {key: value}."""
     if step == "scan":
         return _scan(lake, "segment, label, count(*), sum(score)", memory_limit)
-    if step == "sklearn":
-        return _sklearn(lake)
+    if step in ("sklearn", "wsklearn"):
+        return _sklearn(lake, weighted=step == "wsklearn")
     if step == "cluster-scan":
         return _scan(lake, "segment, count(*), sum(truth), sum(cluster)", None)
     if step == "cluster-sklearn":
@@ -294,12 +310,13 @@ def _evaluated(step: str, lake: Path | str, memory_limit: str | None) -> dict:
     if kind == "exact":
         frame = me.evaluate(str(lake), EXACT, by="segment", task="multilabel", engine=engine,
                             average=["none", "macro"], memory_limit=memory_limit)
-    elif kind in ("auc", "delong", "pair", "bootstrap"):
+    elif kind in ("auc", "delong", "pair", "bootstrap", "wpair", "wbootstrap"):
         metrics, averages = ((["roc_auc"], ["none"]) if kind in ("auc", "delong")
+                             else (WEIGHTED_METRICS, ["none", "macro"]) if kind.startswith("w")
                              else (["f1", "average_precision"], ["none", "macro"]))
         frame = me.evaluate(str(lake), metrics, by="segment", task="multilabel", engine=engine,
                             average=averages, memory_limit=memory_limit,
-                            ci=0.95 if kind in ("delong", "bootstrap") else None)
+                            ci=0.95 if kind in ("delong", "bootstrap", "wbootstrap") else None)
     else:
         sweep = {"binned": {"bins": 100}, "sweep": {"thresholds": SWEEP},
                  "threshold": {"threshold": 0.5}}[kind]
@@ -361,7 +378,9 @@ def _mllib(lake: Path) -> dict:
     return out
 
 
-def _sklearn(lake: Path) -> dict:
+def _sklearn(lake: Path, *, weighted: bool = False) -> dict:
+    """The exact request's numbers per group by scikit-learn (``weighted``: with the lake's
+    ``weight`` column as ``sample_weight``)."""
     import numpy as np
     import pyarrow.dataset as pads
     from sklearn.metrics import (
@@ -373,20 +392,25 @@ def _sklearn(lake: Path) -> dict:
     dataset = pads.dataset(lake, format="parquet", partitioning="hive")
     out: dict[str, float] = {}
     for s in range(SEGMENTS):
-        table = dataset.to_table(columns=["label", "score", "truth"],
+        table = dataset.to_table(columns=["label", "score", "truth",
+                                          *(["weight"] if weighted else [])],
                                  filter=pads.field("segment") == f"s{s}")
         label = table["label"].combine_chunks()
         codes = label.indices.to_numpy()
         names = label.dictionary.to_pylist()
         score = table["score"].to_numpy()
         truth = table["truth"].to_numpy()
+        weight = table["weight"].to_numpy() if weighted else None
         per_label = {m: [] for m in DECISIONS}
         for j, name in enumerate(names):
             rows = codes == j
             y, p = truth[rows], score[rows]
-            out[f"s{s}|roc_auc|None|{name}"] = roc_auc_score(y, p)
-            out[f"s{s}|average_precision|None|{name}"] = average_precision_score(y, p)
-            prf = precision_recall_fscore_support(y, p >= 0.5, average="binary")
+            w = None if weight is None else weight[rows]
+            out[f"s{s}|roc_auc|None|{name}"] = roc_auc_score(y, p, sample_weight=w)
+            out[f"s{s}|average_precision|None|{name}"] = average_precision_score(
+                y, p, sample_weight=w)
+            prf = precision_recall_fscore_support(y, p >= 0.5, average="binary",
+                                                  sample_weight=w)
             for metric, value in zip(DECISIONS, prf, strict=False):
                 out[f"s{s}|{metric}|None|{name}|0.5"] = value
                 per_label[metric].append(value)
@@ -475,6 +499,8 @@ def report(rows: list[dict], samples: int) -> str:
     for r in rows:
         prefix = "cluster-" if r["step"].startswith("cluster-") else ""
         sk, scan = by_step.get(f"{prefix}sklearn"), by_step.get(f"{prefix}scan")
+        if r["step"] in WEIGHTED_STEPS:  # the weighted lake's own oracle
+            sk = by_step.get("wsklearn")
         vs_sk = f"{sk['seconds'] / r['seconds']:.2f}x" if sk else "-"
         vs_scan = f"{r['seconds'] / scan['seconds']:.2f}x" if scan else "-"
         diff = r.get("max_rel_diff")
@@ -513,7 +539,8 @@ def stage_profile(rows: list[dict]) -> str:
     return "\n".join(["stages in process (medians):", *lines] if lines else [])
 
 
-MAKERS = {"lake": make_lake, "cluster": make_cluster_lake, "segments": make_segments_table}
+MAKERS = {"lake": make_lake, "cluster": make_cluster_lake, "segments": make_segments_table,
+          "weighted": lambda folder, samples: make_lake(folder, samples, weighted=True)}
 
 
 def made(kind: str, folder: Path, samples: int) -> Path:
@@ -552,7 +579,7 @@ def main() -> None:
     parser.add_argument("--scaling", default="", help="also run at these fractions of "
                         "--samples, e.g. 0.1,0.3,1 (default: only the full size)")
     parser.add_argument("--folder", type=Path, default=Path("/tmp/mleval-bench"))
-    every = (*STEPS, *CLUSTER_STEPS, *CARDINALITY, *SPARK_STEPS, *CI_STEPS)
+    every = (*STEPS, *CLUSTER_STEPS, *CARDINALITY, *SPARK_STEPS, *CI_STEPS, *WEIGHTED_STEPS)
     parser.add_argument("--steps", default=",".join(STEPS),
                         help=f"comma-separated, of {', '.join(every)}")
     parser.add_argument("--memory-limit", default=None, help="e.g. 1GB, for both engines")
@@ -584,8 +611,10 @@ def main() -> None:
         samples = int(args.samples * fraction)
         steps = args.steps.split(",")
         lakes: dict[str, Path] = {}
-        if set(steps) - set(CLUSTER_STEPS) - set(CARDINALITY):
+        if set(steps) - set(CLUSTER_STEPS) - set(CARDINALITY) - set(WEIGHTED_STEPS):
             lakes["lake"] = made("lake", args.folder / f"lake-{samples}", samples)
+        if set(steps) & set(WEIGHTED_STEPS):
+            lakes["weighted"] = made("weighted", args.folder / f"weighted-{samples}", samples)
         if set(steps) & set(CLUSTER_STEPS):
             lakes["cluster"] = made("cluster", args.folder / f"clusters-{samples}", samples)
         if set(steps) & set(CARDINALITY):
@@ -595,7 +624,7 @@ def main() -> None:
         for _ in range(args.repeat):  # rounds of every step: a drift of the machine hits all
             for step in steps:  # each step from the store right after the same on local disk
                 which = "cluster" if step in CLUSTER_STEPS else "segments" \
-                    if step in CARDINALITY else "lake"
+                    if step in CARDINALITY else "weighted" if step in WEIGHTED_STEPS else "lake"
                 run = measure(step, lakes[which], args.memory_limit)
                 runs.setdefault(run["step"], []).append(run)
                 if remote and step in STEPS and step not in ("sklearn", "scan"):
@@ -605,10 +634,11 @@ def main() -> None:
         oracles = {r["step"]: r["numbers"][0] for r in rows if r["step"].endswith("sklearn")}
         for r in rows:
             oracle = oracles.get("cluster-sklearn" if r["step"].startswith("cluster-")
-                                 else "sklearn")
+                                 else "wsklearn" if r["step"].startswith("w") else "sklearn")
             if oracle and r["step"].startswith(("exact", "binned", "sweep", "threshold", "mllib",
                                                 "cluster-duckdb", "cluster-polars", "auc",
-                                                "delong", "pair", "bootstrap")):
+                                                "delong", "pair", "bootstrap", "wpair",
+                                                "wbootstrap")):
                 r["max_rel_diff"] = max(agreement(n, oracle) for n in r["numbers"])
         print(report(rows, samples), "\n", flush=True)
         profile = stage_profile(rows)

@@ -5,8 +5,9 @@ its variance from the placement values of the exact curve (``queries/delong.sql`
 value gets a Poisson bootstrap's percentile interval: each replicate weighs every sample by a
 Poisson(1) draw hashed from (sample id, replicate, seed) (``queries/replicates.sql``), so the
 replicates are one more key of the statistics tables and the interval is the same whatever the
-row order, the files or the engine (polars sorts whole-count rows once for every replicate where
-the metrics read only running sums down the sorted rows: engines/polars/bootstrap.py, ``Ranked``).
+row order, the files or the engine (polars sorts the rows once for every replicate where the
+metrics read only running sums down the sorted rows, whole counts or weights, the weighted sums
+in a stated order: engines/polars/bootstrap.py, ``Ranked`` and ``RankedWeights``).
 A value undefined in a replicate is counted, not dropped: with fewer than ``ci * resamples``
 replicates defined the interval is null.
 

@@ -67,3 +67,20 @@ def test_clustering_steps_equal_scikit_learn(bench, cluster_lake: Path, step: st
     numbers = bench.run_step(step, cluster_lake, "1GB")
     assert len(set(numbers) & set(oracle)) == 8 * len(bench.CLUSTER_METRICS)
     assert bench.agreement(numbers, oracle) < 1e-12
+
+
+@pytest.fixture(scope="module")
+def weighted_lake(bench, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return bench.make_lake(tmp_path_factory.mktemp("bench") / "weighted", samples=5_000,
+                           weighted=True)
+
+
+@pytest.mark.slow
+def test_weighted_steps_equal_scikit_learn_with_sample_weight(bench, weighted_lake: Path):
+    """The weighted lake's steps (F1, AP and ROC AUC of fractional weights) against
+    scikit-learn's numbers with the same ``sample_weight``."""
+    oracle = bench.run_step("wsklearn", weighted_lake, None)
+    for step in ("wpair-duckdb", "wpair-polars"):
+        numbers = bench.run_step(step, weighted_lake, None)
+        assert len(set(numbers) & set(oracle)) == 80 * 3 + 8  # F1, AP, AUC; F1 macro
+        assert bench.agreement(numbers, oracle) < 1e-9, step

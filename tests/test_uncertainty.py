@@ -134,6 +134,14 @@ def test_a_draw_steps_up_where_poissons_cdf_is_reached():
     assert drawn(starts, 7).tolist() == want
 
 
+def fractional(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame``'s weights (0, 0.5, 1, 2.5 per sample) times a factor per sample, 1 / 3 times
+    1 to 2 in sevenths: weights of full mantissas, a sample's weight the same on its rows,
+    zeros kept."""
+    factor = (pl.col("sample").rank("dense") % 7 + 7) / 21
+    return frame.with_columns(weight=pl.col("weight") * factor)
+
+
 #: Requests whose bootstrap reads only decision counts and average precision per label
 RANKED = [
     pytest.param("multilabel", ["f1", "precision", "recall", "accuracy", "average_precision",
@@ -152,14 +160,20 @@ RANKED = [
 
 @pytest.mark.parametrize(("task", "metrics", "average", "options"), RANKED)
 @pytest.mark.parametrize("ties", [True, False], ids=["text-ids-ties", "int-ids-distinct"])
+@pytest.mark.parametrize("weighted", [False, True], ids=["whole-counts", "weighted"])
 def test_rows_ranked_once_for_every_replicate_give_the_replicated_rows_intervals(
-        task, metrics, average, options, ties):
-    """polars ranks whole-count rows once and runs each replicate's draws over them: the
-    intervals of the plans over the replicated rows (DuckDB's), and the oracle's; scores on a
-    grid of 11 (blocks of tied scores) or each its own."""
+        task, metrics, average, options, ties, weighted):
+    """polars ranks the rows once and runs each replicate's draws over them (whole counts, or
+    fractional weights times the draws, with zero weights and a segment whose every weight
+    is 0): the intervals of the plans over the replicated rows (DuckDB's), and the oracle's;
+    scores on a grid of 11 (blocks of tied scores) or each its own."""
     from mleval_sql.progress import timings
 
-    frame = make_predictions(task, seed=21, n_samples=70, weighted=False, int_ids=not ties)
+    frame = make_predictions(task, seed=21, n_samples=70, weighted=weighted, int_ids=not ties,
+                             weightless=weighted)
+    if weighted:
+        frame = fractional(frame)
+        assert (frame["weight"] == 0).any() and frame["weight"].n_unique() > 8
     if not ties:  # every score its own, in the same order as before where they differ
         frame = frame.with_columns(score=pl.col("score") * 0.9
                                    + pl.int_range(pl.len()).shuffle(seed=4) / (20 * pl.len()))
@@ -193,29 +207,33 @@ def test_rows_ranked_once_for_every_replicate_give_the_replicated_rows_intervals
                                                                            strict=True)), c
     by = [options["by"]] if isinstance(options.get("by"), str) else options.get("by", [])
     if len(by) == 1 and average is not None:  # the oracle's own replicates
-        oracle = oracle_intervals(frame.with_columns(weight=pl.lit(1.0)), task, "f1",
-                                  tuple(average), by, level=level, resamples=25, seed=3)
-        keys = [*by, "metric", "average", "label"]
-        oracle = oracle.drop("predicted").with_columns(pl.col(k).cast(got.schema[k])
-                                                       for k in keys)
-        mine = got.filter(metric="f1").join(oracle, on=keys, how="full", nulls_equal=True)
-        assert mine.height == oracle.height
-        for row in mine.iter_rows(named=True):
-            for c in ("ci_low", "ci_high"):
-                assert close(row[c], row[f"{c}_right"], rel=1e-9, abs_=1e-12), (c, row)
+        weighed = frame if weighted else frame.with_columns(weight=pl.lit(1.0))
+        for metric in {"f1", "average_precision"} & set(metrics):
+            oracle = oracle_intervals(weighed, task, metric, tuple(average), by, level=level,
+                                      resamples=25, seed=3)
+            keys = [*by, "metric", "average", "label"]
+            oracle = oracle.drop("predicted").with_columns(pl.col(k).cast(got.schema[k])
+                                                           for k in keys)
+            mine = got.filter(metric=metric).join(oracle, on=keys, how="full",
+                                                  nulls_equal=True)
+            assert mine.height == oracle.height
+            for row in mine.iter_rows(named=True):
+                for c in ("ci_low", "ci_high"):
+                    assert close(row[c], row[f"{c}_right"], rel=1e-9, abs_=1e-12), (c, row)
 
 
-def test_replicates_come_all_at_once_only_where_the_rows_are_ranked_once():
+@pytest.mark.parametrize("weight", [None, "weight"], ids=["whole-counts", "weighted"])
+def test_replicates_come_all_at_once_only_where_the_rows_are_ranked_once(weight):
     """polars takes every replicate in one run where the rows ranked once give the metrics
-    asked; another ranking metric (break_even) is a plan over replicated rows, which runs as
-    many replicates at a time as the budget holds."""
+    asked (whole counts or weighted); another ranking metric (break_even) is a plan over
+    replicated rows, which runs as many replicates at a time as the budget holds."""
     from mleval_sql.engines import make_engine
     from mleval_sql.params import DEFAULTS
     from mleval_sql.schema import Columns
     from mleval_sql.sources import as_source
 
-    frame = make_predictions("multilabel", seed=3, n_samples=60, weighted=False)
-    runner = make_engine("polars", as_source(frame), Columns(), None, ["region"],
+    frame = make_predictions("multilabel", seed=3, n_samples=60, weighted=weight is not None)
+    runner = make_engine("polars", as_source(frame), Columns(), weight, ["region"],
                          memory_limit="1MB")  # 4,000 replicated rows a run
     runner.summary()
     steps = ["sample_ids", "replicates", "threshold_counts", "decision_metrics",
@@ -233,7 +251,7 @@ def test_replicates_come_all_at_once_only_where_the_rows_are_ranked_once():
 @pytest.mark.parametrize("weighted", [True, False], ids=["weighted", "whole-counts"])
 def test_intervals_do_not_move_with_engine_order_or_files(tmp_path, weighted):
     """The same intervals on every engine, rows shuffled, split in files, under a budget
-    (whole counts: polars ranks the rows once for every replicate)."""
+    (polars ranks the rows once for every replicate, whole counts or weighted)."""
     frame = make_predictions("multilabel", seed=3, n_samples=60, weighted=weighted)
     metrics = ["f1", "average_precision", "hamming_loss"]
     options = {"by": "region", "average": ["none", "macro"], "ci": 0.95, "resamples": 30,

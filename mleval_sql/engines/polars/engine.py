@@ -116,13 +116,13 @@ class PolarsEngine(BaseEngine):
     def _ranks_replicates(self, steps: Sequence[str], params: dict[str, object],
                           keep: Keep, *, numeric_truth: bool) -> bool:
         """Whether the bootstrap's ``steps`` read only what a ranking of the rows once gives
-        every replicate (plans.bootstrap.Ranked): decision counts at the threshold, ROC AUC
-        and average precision per label (and their averages over labels), over whole counts
-        (no weight column), held in memory or a batch of segments at a time under a budget."""
+        every replicate (plans.bootstrap.Ranked, RankedWeights with a weight column): decision
+        counts at the threshold, ROC AUC and average precision per label (and their averages
+        over labels), held in memory or a batch of segments at a time under a budget."""
         rest = set(steps) - {"replicates"}
         if "replicates" not in steps or not rest <= set(_RANKED) or numeric_truth:
             return False
-        if not self.unit_weights or self.summary_plan is not plans.validate_summary:
+        if self.summary_plan is not plans.validate_summary:
             return False
         if self.held is None and (self.budget is None or self.over_budget() is not None):
             return False  # a segment larger than the budget: the plans stream it
@@ -138,9 +138,9 @@ class PolarsEngine(BaseEngine):
                            keep: Keep) -> dict[str, pl.DataFrame]:
         """The bootstrap's final rows from each batch's rows ranked once for every replicate:
         each replicate's decision counts, average precision and ROC AUC per label
-        (plans.bootstrap.replicated), as the statistics the final steps read, keyed by
-        ``{segment, replicate}`` as the plans over the replicated rows key them. A batch at a
-        time: held, or read in turn under a budget."""
+        (plans.bootstrap.replicated: whole counts, or weights times draws), as the statistics
+        the final steps read, keyed by ``{segment, replicate}`` as the plans over the
+        replicated rows key them. A batch at a time: held, or read in turn under a budget."""
         ids = self.shared["sample_ids"].collect()
         starts = plans.bootstrap.hash_starts(ids.height, int(params["seed"]))  # type: ignore[call-overload]
 
@@ -149,7 +149,8 @@ class PolarsEngine(BaseEngine):
                 rows = rows.collect(engine="streaming")
             return [plans.bootstrap.replicated(
                 rows, ids, starts, list(params["replicates"]),  # type: ignore[call-overload]
-                threshold=float(params["threshold"]))]  # type: ignore[arg-type]
+                threshold=float(params["threshold"]),  # type: ignore[arg-type]
+                weighted=not self.unit_weights, ranking="ranking_metrics" in steps)]
 
         if self.held is not None:
             tables = [t for rows in self.batches for t in replicated(rows)]
@@ -158,13 +159,12 @@ class PolarsEngine(BaseEngine):
                                 lambda parts: [t for part in parts for t in part])
         counts = pl.concat(tables).select(
             pl.struct("segment", "replicate").alias("segment"), "label",
-            "tp", "fp", "fn", "tn", "ap_sum", "above")
+            "tp", "fp", "fn", "tn", "ap_sum", "discordant")
         p, n = pl.col("tp") + pl.col("fn"), pl.col("fp") + pl.col("tn")
         values = {"average_precision": pl.when(p > 0).then(pl.col("ap_sum") / p),
-                  "roc_auc": pl.when((p > 0) & (n > 0)).then(
-                      1 - pl.col("above") / (2 * p * n))}
+                  "roc_auc": pl.when((p > 0) & (n > 0)).then(1 - pl.col("discordant"))}
         asked = keep.get("ranking_metrics", (list(values), []))[0]
-        given = {"threshold_counts": counts.lazy().drop("ap_sum", "above"),
+        given = {"threshold_counts": counts.lazy().drop("ap_sum", "discordant"),
                  "ranking_metrics": pl.concat([counts.lazy().select(
                      "segment", metric=pl.lit(metric), average=pl.lit(None, pl.String),
                      label="label", value=values[metric], support=p)
