@@ -30,6 +30,7 @@ from mleval_sql.engines import (
     errors_of,
     local_engines,
     make_engine,
+    memory_bytes,
 )
 from mleval_sql.engines.segments import with_progress
 from mleval_sql.errors import InputError, note_sklearn_default
@@ -48,7 +49,7 @@ from mleval_sql.request import (
     unpack_segment,
     widen,
 )
-from mleval_sql.schema import Task, check_columns, check_probabilities, check_summary
+from mleval_sql.schema import Columns, Task, check_columns, check_probabilities, check_summary
 from mleval_sql.sources import Derived, Parquet, Source, as_source, underlying
 
 if TYPE_CHECKING:
@@ -243,7 +244,10 @@ def run(request: Request, source: Any) -> Outcome:
         return _with_estimates(request, source, *parts)
     derivation = derived(request, source)
     if derivation is not None:
-        done = run(derivation.request, derivation.source)
+        try:
+            done = run(derivation.request, derivation.source)
+        finally:
+            derivation.close()
         finish = derivation.finished
         return Outcome(done.task, None if done.table is None else finish(done.table),
                        finish(done.sizes), {kind: derivation.window.finished(t)
@@ -294,12 +298,18 @@ class Derivation:
     """A request carried out on a derived input: ``request`` (without its window, outcomes
     and unlabelled rule; segmented by the window's columns first) on ``source`` (the outcomes
     joined, the window's columns made, the rows of unknown truth left out), then
-    :meth:`finished` lays its rows out."""
+    :meth:`finished` lays its rows out; :meth:`close` removes the files the outcomes were
+    joined into (else they go with the object)."""
 
     request: Request
     source: Source
     window: windows.Window | None
     coverage: pl.DataFrame | None  # label_coverage per segment, where truth may be unknown
+    joined: labels.Joined | None = None
+
+    def close(self) -> None:
+        if self.joined is not None:
+            self.joined.close()
 
     def finished(self, table: pl.DataFrame) -> pl.DataFrame:
         """``table`` with its window's columns laid out and its segments' coverage."""
@@ -332,12 +342,27 @@ def derived(request: Request, source: Any) -> Derivation | None:
     src: Source = as_source(source, storage_options=request.storage_options,
                             as_of=request.as_of)
     cols = request.column_map
+    joined = None
     if request.labels is not None:
         outcomes = as_source(request.labels, storage_options=request.storage_options)
         schema = src.schema()
-        src = Derived(src, labels.outcomes(
-            schema, outcomes, cols.sample, cols.label if cols.label in schema else None,
-            cols.truth))
+        join = labels.outcomes(schema, outcomes, cols.sample,
+                               cols.label if cols.label in schema else None, cols.truth)
+        budget = memory_bytes(request.memory_limit) if request.memory_limit else None
+        joined = labels.joined(src, join, memory_limit=budget)
+        src = joined.source
+    try:
+        return _derivation(request, src, cols, joined)
+    except BaseException:
+        if joined is not None:
+            joined.close()
+        raise
+
+
+def _derivation(request: Request, src: Source, cols: Columns,
+                joined: labels.Joined | None) -> Derivation:
+    """:func:`derived` once the outcomes are joined: the window's columns, the rows of unknown
+    truth left out, each segment's coverage."""
     by = list(request.by)
     if request.window is not None:
         src = windows.windowed(src, request.window, by)
@@ -350,7 +375,7 @@ def derived(request: Request, source: Any) -> Derivation | None:
         if request.unlabelled == "skip":
             src = Derived(src, labels.Known(cols.truth))
     inner = replace(request, window=None, labels=None, unlabelled="error", by=tuple(by))
-    return Derivation(inner, src, request.window, shares)
+    return Derivation(inner, src, request.window, shares, joined)
 
 
 def _drawn(request: Request, done: Execution, by: list[str]) -> dict[str, pl.DataFrame]:

@@ -12,6 +12,7 @@ A history is a folder (this layout is a public format, ``schema_version`` 1)::
             part-<run_id>.parquet
       v000006/                  the version before, kept for readers still reading it
       _windows/v000007.parquet  the windows version 7 keeps, one row each
+      _outcomes/v000007.parquet where the job has [labels]: its map of outcome files to windows
       _mleval_history.lock      while a run writes: its pid, host and start time
 
 Every data file holds every column, typed: ``granularity`` (text: ``1h``, ``1d``, ``1w``,
@@ -27,6 +28,12 @@ escapes them (:func:`encode_start`); it decodes to the value in the files.
 ``_windows/vNNNNNN.parquet`` has one row per window of the version: ``granularity``,
 ``window_start``, ``window_end``, ``fingerprint``, ``request_hash`` (of the request that computed
 it), ``run_id``, ``computed_at`` and ``rows`` (0: a window with no values).
+
+``_outcomes/vNNNNNN.parquet`` (optional) is a cache, not data: a job with outcomes kept apart
+keeps there which outcome files the samples of each prediction file's windows read
+(:func:`mleval_sql.labels.outcome_map`; each file named by its path, size and modification
+time), so that a night reads only the outcome files that are new or changed. A reader ignores
+it; a version without it makes the next night map every file again.
 
 How to read it: :func:`read`; DuckDB, ``read_parquet('PATH/current/**/*.parquet',
 union_by_name=true, hive_partitioning=false)`` (with hive partitioning, DuckDB's default for
@@ -53,10 +60,12 @@ their rows go, the run's come; with no row kept, the whole table is overwritten)
 commit's custom metadata (``commitInfo``, key ``mleval_history``) holds the run's
 ``schema_version``, ``job``, ``run_id``, ``schema`` (the rows' column types, which Delta lacks
 some of: unsigned integers, time zones and units, categories, null columns; an Arrow IPC stream
-of no rows, zlib, base64) and ``windows`` (the manifest above: a list per column, times as ISO
-8601 text, a timestamp with its UTC offset). Rows and manifest change in that one commit, so
-every version's agree; a run that fails before its commit leaves the table as it was (files it
-wrote, which no commit lists, stay until ``VACUUM``), and a commit is made on the version the
+of no rows, zlib, base64), ``windows`` (the manifest above: a list per column, times as ISO
+8601 text, a timestamp with its UTC offset) and, for a job with outcomes kept apart,
+``outcomes`` (the map of outcome files above, an Arrow IPC stream, zlib, base64). Rows and
+manifest change in that one commit, so every version's agree; a run that fails before its
+commit leaves the table as it was (files it wrote, which no commit lists, stay until
+``VACUUM``), and a commit is made on the version the
 run read or not at all (no retry). The job and schema_version are in the commit, not the
 table's configuration: delta-rs takes only the ``delta.*`` keys it knows there, and sets them
 only when the table is made, while a full refresh for another job must change them in its
@@ -122,6 +131,7 @@ META = "_mleval_history.json"
 CURRENT = "current"
 LOCK = "_mleval_history.lock"
 WINDOWS = "_windows"
+OUTCOMES = "_outcomes"
 #: Versions kept after a swap: the new one and the one before (its readers may still read it).
 KEEP = 2
 GRANULARITY, START, END = "granularity", "window_start", "window_end"
@@ -298,6 +308,20 @@ class History:
         """
         return _current(self.path)[1]
 
+    def outcome_map(self) -> pl.DataFrame | None:
+        """The map of outcome files to windows the current version keeps (None: none, one
+        that cannot be read, or ``full_refresh``): a cache, see the module docstring."""
+        if self.full_refresh:
+            return None
+        try:
+            number = _current_number(self.path)
+            if number is None:
+                return None
+            return pl.read_parquet(self.path / OUTCOMES / f"v{number:06d}.parquet",
+                                   hive_partitioning=False)
+        except (InputError, OSError, pl.exceptions.PolarsError):
+            return None
+
     def stale(self, candidates: pl.DataFrame, request_hash: str) -> pl.DataFrame:
         """The ``candidates`` (granularity, window_start, window_end, fingerprint) to compute:
         those the history has not, or has from other inputs (fingerprint), another request
@@ -325,11 +349,12 @@ class History:
                 .select(*candidates.columns, "reason"))
 
     def replace(self, rows: pl.DataFrame, windows: pl.DataFrame, *, run_id: str,
-                request_hash: str) -> int:
+                request_hash: str, outcomes: pl.DataFrame | None = None) -> int:
         """Make the version where each of ``windows`` (granularity, window_start, window_end,
         fingerprint) has the ``rows`` of its window (none: it keeps no rows) and every other
-        window is as it was (none with ``full_refresh``), and make it current. Returns its
-        number. Runs inside :meth:`lock`.
+        window is as it was (none with ``full_refresh``), and make it current, with the map of
+        ``outcomes`` (:meth:`outcome_map`). Returns its number (with no window to replace, the
+        current one: nothing is written). Runs inside :meth:`lock`.
 
         Raises ``InputError`` for rows outside ``windows``, a column of another type than the
         kept rows have, or a run_id that is no file name; nothing is changed then.
@@ -358,6 +383,7 @@ class History:
         new = max([*_versions(self.path), number or 0]) + 1
         version = self.path / f"v{new:06d}"
         manifest = self.path / WINDOWS / f"v{new:06d}.parquet"
+        mapped = self.path / OUTCOMES / f"v{new:06d}.parquet"
         try:
             if kept.height:
                 _link_windows(kept, self.path / f"v{number:06d}", version)
@@ -369,6 +395,13 @@ class History:
                 table.write_parquet(handle)
                 handle.flush()
                 os.fsync(handle.fileno())
+            if outcomes is not None:
+                mapped.parent.mkdir(exist_ok=True)
+                with open(mapped, "wb") as handle:
+                    outcomes.write_parquet(handle)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                _sync_folder(mapped.parent)
             _sync_tree(version)
             _sync_folder(manifest.parent)
             _before_swap(version)
@@ -468,8 +501,24 @@ class DeltaHistory(History):
             return _manifest_frame(UTC_TIME)
         return _delta_manifest(state.meta, self.path)
 
+    def outcome_map(self) -> pl.DataFrame | None:
+        """The map of outcome files to windows of the table's latest run, as
+        :meth:`History.outcome_map` gives it."""
+        if self.full_refresh:
+            return None
+        try:
+            state = _delta_state(self.path)
+            text = None if state.meta is None or state.problem else state.meta.get("outcomes")
+            if not isinstance(text, str):
+                return None
+            return pl.read_ipc_stream(io.BytesIO(zlib.decompress(base64.b64decode(
+                text, validate=True))))
+        except (InputError, TypeError, ValueError, OSError, zlib.error,
+                pl.exceptions.PolarsError):
+            return None
+
     def replace(self, rows: pl.DataFrame, windows: pl.DataFrame, *, run_id: str,
-                request_hash: str) -> int:
+                request_hash: str, outcomes: pl.DataFrame | None = None) -> int:
         """As :meth:`History.replace`, in one Delta commit: an overwrite whose predicate is the
         ``windows`` (a replaceWhere: their rows go, the ``rows`` come) and whose commit metadata
         is the new manifest; with no row kept, the whole table is overwritten. Returns the
@@ -514,6 +563,8 @@ class DeltaHistory(History):
         manifest = _new_manifest(kept, windows, rows, request_hash, run_id, written)
         meta = {"schema_version": SCHEMA_VERSION, "job": self.job, "run_id": run_id,
                 "schema": _encode_schema(schema), "windows": _encode_manifest(manifest)}
+        if outcomes is not None:
+            meta["outcomes"] = _encode_frame(outcomes)
         # no retry: a commit on another version than the one read would carry a wrong manifest
         options["commit_properties"] = deltalake.CommitProperties(
             custom_metadata={DELTA_KEY: meta}, max_commit_retries=0)
@@ -651,9 +702,10 @@ def _manifest_frame(start: pl.DataType) -> pl.DataFrame:
 def _versions(root: Path) -> list[int]:
     """The numbers of the version folders and window tables in ``root``, whole or not."""
     found = {int(m.group(1)) for p in os.listdir(root) if (m := _VERSION.fullmatch(p))}
-    if (root / WINDOWS).is_dir():
-        found |= {int(m.group(1)) for p in os.listdir(root / WINDOWS)
-                  if (m := re.fullmatch(r"v(\d{6})\.parquet", p))}
+    for tables in (WINDOWS, OUTCOMES):
+        if (root / tables).is_dir():
+            found |= {int(m.group(1)) for p in os.listdir(root / tables)
+                      if (m := re.fullmatch(r"v(\d{6})\.parquet", p))}
     return sorted(found)
 
 
@@ -671,6 +723,7 @@ def _remove_version(root: Path, number: int) -> None:
     # the folder first: a window table without its folder is a leftover the next run deletes
     shutil.rmtree(root / f"v{number:06d}", ignore_errors=True)
     (root / WINDOWS / f"v{number:06d}.parquet").unlink(missing_ok=True)
+    (root / OUTCOMES / f"v{number:06d}.parquet").unlink(missing_ok=True)
 
 
 def _lexists_not_link(path: Path) -> bool:
@@ -971,8 +1024,13 @@ def _parse_times(text: pl.Expr, dtype: pl.DataType) -> pl.Expr:
 def _encode_schema(schema: dict[str, pl.DataType]) -> str:
     """The rows' column types, which Delta has not all of (unsigned integers, time zones,
     units, categories, null columns): an Arrow IPC stream of no rows, zlib, base64."""
+    return _encode_frame(pl.DataFrame(schema=schema))
+
+
+def _encode_frame(frame: pl.DataFrame) -> str:
+    """``frame`` as text: an Arrow IPC stream, zlib, base64."""
     buffer = io.BytesIO()
-    pl.DataFrame(schema=schema).write_ipc_stream(buffer)
+    frame.write_ipc_stream(buffer)
     return base64.b64encode(zlib.compress(buffer.getvalue(), 9)).decode("ascii")
 
 

@@ -30,9 +30,10 @@ from typing import Any
 
 import polars as pl
 
+from mleval_sql.engines import memory_bytes
 from mleval_sql.history import ADDED, History
 from mleval_sql.history import read as read_history
-from mleval_sql.labels import COVERAGE, outcome_inputs
+from mleval_sql.labels import COVERAGE, joined_once, outcome_map, start_text, window_inputs
 from mleval_sql.reporting.job import Baseline, Job, JobError
 from mleval_sql.sources import Source, as_source
 from mleval_sql.windows import COLUMNS, END, GRANULARITY, LOCAL_START, START, candidates
@@ -87,7 +88,8 @@ class Night:
     """What a job with a [history] computes tonight: the windows whose inputs or request
     changed since the history's run (``stale``: each with its ``reason``), the files of each
     source that can hold their rows (``files``, by source key; None: the whole source), and
-    the history, locked while the night runs."""
+    the history, locked while the night runs; ``outcomes``: the map of outcome files to
+    windows ([labels]) that the history keeps for the next night."""
 
     store: History
     request_hash: str
@@ -95,6 +97,7 @@ class Night:
     kept: int  # the windows the history keeps as they are
     files: dict[str, list[str] | None]
     rows_read: int | None  # the rows of those files (None: not known, a source not files)
+    outcomes: pl.DataFrame | None = None
 
     @property
     def files_known(self) -> bool:
@@ -120,7 +123,8 @@ class Night:
         if START not in rows.columns:  # nothing computed: the windows are emptied
             rows = windows.select(GRANULARITY, START, END).clear()
         run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-        self.store.replace(rows, windows, run_id=run_id, request_hash=self.request_hash)
+        self.store.replace(rows, windows, run_id=run_id, request_hash=self.request_hash,
+                           outcomes=self.outcomes)
 
     def read(self) -> pl.DataFrame:
         """Every window's rows the history holds now."""
@@ -150,10 +154,11 @@ def night(job: Job, sources: Mapping[str, Source], *,
     computes of it: the windows of each source's files (:func:`mleval_sql.windows.candidates`)
     that the history lacks or has from other inputs or another request, and the windows it
     has that no file holds any more (kept with no rows). A source that is not local parquet
-    files cannot tell its windows apart: every window is computed then."""
+    files cannot tell its windows apart: every window is computed then. Outcomes ([labels])
+    are joined once for every request of the night (:func:`mleval_sql.labels.joined_once`)."""
     assert job.history is not None and job.window is not None
     store = History.open(job.history, _job_name(job), full_refresh=full_refresh)
-    with store.lock():
+    with store.lock(), joined_once():
         found = {key: candidates(source, job.window) for key, source in sources.items()}
         digest = request_hash(job)
         if any(c is None for c in found.values()):  # every window, from every file
@@ -163,15 +168,19 @@ def night(job: Job, sources: Mapping[str, Source], *,
             return
         every = pl.concat([c.with_columns(source=pl.lit(k)) for k, c in found.items()
                            if c is not None])
+        mapped = None
         if job.labels is not None:  # late outcomes change the windows of their samples
-            outcomes = _outcome_inputs(job, sources)
-            if outcomes is None:
+            mapped = _outcome_map(job, sources, store.outcome_map())
+            if mapped is None:
                 every = every.with_columns(fingerprint=pl.lit(UNKNOWN_INPUTS))
             else:
-                every = every.join(outcomes, on=[GRANULARITY, LOCAL_START], how="left")\
-                    .with_columns(fingerprint=pl.concat_str(
+                local = start_text(pl.col(LOCAL_START), every.schema[LOCAL_START])
+                every = every.with_columns(local.alias("_local")).join(
+                    window_inputs(mapped).rename({LOCAL_START: "_local"}),
+                    on=[GRANULARITY, "_local"], how="left", maintain_order="left").with_columns(
+                    fingerprint=pl.concat_str(
                         "fingerprint", pl.col("inputs").list.join("\n").fill_null(""),
-                        separator="\n")).drop("inputs")
+                        separator="\n")).drop("inputs", "_local")
         windows = every.sort("source").group_by(GRANULARITY, START, maintain_order=True).agg(
             pl.col(END).first(), pl.col(LOCAL_START).first(),
             pl.col("fingerprint").str.join("\n"))
@@ -194,22 +203,25 @@ def night(job: Job, sources: Mapping[str, Source], *,
         rows = _rows_of(files)
         kept = 0 if full_refresh else \
             windows.height - stale.filter(pl.col("reason") != "deleted").height
-        yield Night(store, digest, stale, kept, dict(files), rows)
+        yield Night(store, digest, stale, kept, dict(files), rows, mapped)
 
 
-def _outcome_inputs(job: Job, sources: Mapping[str, Source]) -> pl.DataFrame | None:
-    """The outcome files ([labels]) each window's samples read, over every source."""
+def _outcome_map(job: Job, sources: Mapping[str, Source],
+                 cached: pl.DataFrame | None) -> pl.DataFrame | None:
+    """The map of outcome files ([labels]) to the windows of their samples, over every source
+    (:func:`mleval_sql.labels.outcome_map`: only files new or changed since ``cached``, the
+    history's, are read); None: the outcomes or a source are not local parquet files."""
     assert job.labels is not None and job.window is not None
     outcomes = as_source(job.labels)
+    budget = memory_bytes(job.memory_limit) if job.memory_limit else None
     parts = []
     for source, spec in zip(sources.values(), job.sources, strict=True):
         sample = spec.columns.get("sample") or "sample"
-        found = outcome_inputs(source, outcomes, job.window, sample)
+        found = outcome_map(source, outcomes, job.window, sample, cached, memory_limit=budget)
         if found is None:
             return None
-        parts.append(found.explode("inputs"))
-    return pl.concat(parts).unique().sort("inputs").group_by(
-        GRANULARITY, LOCAL_START, maintain_order=True).agg(pl.col("inputs"))
+        parts.append(found)
+    return pl.concat(parts).unique(maintain_order=True)
 
 
 def request_hash(job: Job) -> str:
