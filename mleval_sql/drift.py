@@ -14,8 +14,10 @@ statistic and the sizes, are scipy's.
 A reference is another source (each segment compared with the reference's rows of the same
 segment where it has the segment's columns, with all of it where it does not), the rows of the
 input where columns hold values (``{"model": "a"}``: every other model's rows against model
-a's, segment by segment and window by window), or ``"previous"``: each window against the
-window before it.
+a's, segment by segment and window by window), ``"previous"``: each window against the
+window before it, or a fixed period of the input's time column (``{"period": "2026-10"}``, a
+:class:`~mleval_sql.windows.Period`: each segment, and each window, against the period's rows
+of the same segment; without windows, the rows outside the period against those in it).
 
 >>> import mleval_sql as me
 >>> rows = me.drift("fixtures/lake", {"model": "a"}, by="region")
@@ -90,11 +92,20 @@ def drift(
     ks and wasserstein apply to numeric columns only). ``bins``: the reference's quantile bins
     of a numeric column (default 10), or ``edges``; ``epsilon``: the share an empty bin counts
     as in PSI (default 1e-4). ``reference``: a source, ``{column: value}`` selecting the
-    input's reference rows, or ``"previous"``: with ``window``, each window against the one
-    before it (of its granularity; the first has none).
+    input's reference rows, ``"previous"``: with ``window``, each window against the one
+    before it (of its granularity; the first has none), or a period of the input's time
+    column, ``{"period": P, "column": ..., "time_zone": ...}``: ``P`` a year ``"2026"``,
+    quarter ``"2026-Q4"``, month ``"2026-10"``, ISO week ``"2026-W41"``, day ``"2026-10-05"``
+    or hour ``"2026-10-05T08"``, or a half-open range ``["2026-10-01", "2026-10-15"]`` of days
+    or wall-clock times; the column and time zone are the window's where ``window`` is given
+    (else name the column; UTC). Each segment, and with ``window`` each window (the period's
+    own too), is compared with the period's rows of the same segment; without windows, the
+    rows outside the period are (rows of no time are in neither, said in a warning). A
+    segment the period has no row of gets null statistics and a ``note`` saying so.
 
     >>> rows = drift("fixtures/lake", {"model": "a"}, statistics="ks")
     >>> rows.filter(pl.col("label") == "bird").select("value", "p_value").row(0)  # doctest: +SKIP
+    >>> daily = drift("fixtures/lake", {"period": "2026-11-01"}, window="date:1d")  # doctest: +SKIP
     """
     given = {k: v for k, v in (("compared", compared), ("statistics", statistics),
                                ("bins", bins), ("edges", edges), ("epsilon", epsilon),
@@ -171,6 +182,7 @@ def drifted(request: Request, source: Any) -> pl.DataFrame:
             # the window after the last is the last one's reference only: no window of the data
             rows = rows.filter(pl.col("current_null_share").is_not_null())
         return derivation.finished(rows)
+    request, source = inner, underlying  # a period's: its rows on each side
     # a memory budget: DuckDB's, whose sorts spill (polars sorts each side's values whole)
     name = request.engine or ("duckdb" if request.memory_limit else choose_engine(
         source, connection=request.connection, memory_limit=request.memory_limit,
@@ -203,6 +215,8 @@ def _underlying(request: Request, source: Any) -> tuple[Request, Any, Derivation
     if previous and request.window is None:
         raise InputError("reference='previous' compares each window with the one before it: "
                          "name the windows (window=, --window)")
+    if isinstance(request.reference, windows.Period):
+        return _in_period(request, source, request.reference)
     derivation = derived(request, source)
     if derivation is None:
         return request, source, None
@@ -214,6 +228,45 @@ def _underlying(request: Request, source: Any) -> tuple[Request, Any, Derivation
         inner = replace(inner, reference=Derived(src, Following(
             request.window, request.window.kind(schema), tuple(schema.names()))))
     return inner, derivation.source, derivation
+
+
+def _in_period(request: Request, source: Any, period: windows.Period
+               ) -> tuple[Request, Any, Derivation | None]:
+    """:func:`_underlying` of a period reference: the reference is the input's rows in the
+    period (every window's, not windowed: compared whole under each); the current rows are
+    every window's, or without windows those with a time outside the period. An
+    ``InputError`` says where the period holds no row, or leaves none to compare."""
+    src = as_source(source, storage_options=request.storage_options, as_of=request.as_of)
+    kind = period.kind(src.schema())
+    time = period.local(kind)
+    counts = src.polars().select(
+        inside=period.polars(kind).sum(), known=time.count(), nulls=time.null_count(),
+        low=time.min(), high=time.max()).collect(engine="streaming").row(0, named=True)
+    if not counts["inside"]:
+        held = (f"its {period.column!r} runs from {counts['low']} to {counts['high']}"
+                + (f" in {period.zone}" if kind == "aware" else "")
+                if counts["known"] else f"it has no row with a {period.column!r}")
+        raise InputError(f"reference: the period {period.said()} holds no row of the input "
+                         f"({held}): every statistic would be null")
+    reference = Derived(src, windows.PeriodRows(period, kind, inside=True))
+    derivation = derived(request, source)
+    if derivation is not None:  # the windows: every one, the period's own too
+        return replace(derivation.request, reference=reference), derivation.source, derivation
+    if counts["inside"] == counts["known"]:
+        raise InputError(f"reference: every row of the input is in the period "
+                         f"{period.said()}: none is left to compare with it (give windows, "
+                         "window=, to compare each with the period)")
+    if counts["nulls"]:
+        import warnings
+
+        from mleval_sql.errors import DataWarning
+
+        nulls = counts["nulls"]
+        warnings.warn(f"reference: {nulls:,} row{'s' if nulls != 1 else ''} with a null "
+                      f"{period.column!r} {'are' if nulls != 1 else 'is'} in no period, left "
+                      "out of both sides", DataWarning, stacklevel=5)
+    current = Derived(src, windows.PeriodRows(period, kind, inside=False))
+    return replace(request, reference=reference), current, None
 
 
 #: The bins of :func:`score_bins`: fine enough to draw an ECDF by, few enough to read back.
@@ -764,6 +817,10 @@ def _statistic_rows(values: pl.DataFrame, statistic: str, request: Request) -> p
     p_values, methods, notes = [], [], []
     for row in rows.iter_rows(named=True):
         p, method, note = _p_value(statistic, row)
+        empty = [side for side in ("reference", "current") if not row[f"{side}_rows"]]
+        if empty:  # said, not left to a null to tell: a new segment, a period without it
+            note = (f"no {' and no '.join(empty)} value (no row of the segment, or only "
+                    "nulls): the statistic is null")
         p_values.append(p)
         methods.append(method)
         notes.append(note)

@@ -48,7 +48,7 @@ from mleval_sql.registry import (
     metrics_of,
 )
 from mleval_sql.schema import TASKS, Columns, InputError, Task
-from mleval_sql.windows import Window
+from mleval_sql.windows import Period, Window
 
 Action = Literal["evaluate", "curve", "check", "compare", "slices", "drift"]
 ACTIONS: tuple[Action, ...] = ("evaluate", "curve", "check", "compare", "slices", "drift")
@@ -190,10 +190,14 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "reference's rows of the same segment where it has the segment's columns, all of "
            "them where not), or COL=VALUE (the input's rows where it holds, against each other "
            "value's rows, segment by segment and window by window), or previous (with "
-           "windows: each window against the one before); a statement's: a table or COL=VALUE. "
+           "windows: each window against the one before), or period=[COLUMN:]PERIOD[@ZONE] "
+           "(the input's rows in a period of its time column, the window's by default, e.g. "
+           "period=2026-10, period=ts:2026-10-01/2026-10-15: each segment, and each window, "
+           "against the period's rows of the segment; without windows the rows outside the "
+           "period); a statement's: a table or COL=VALUE. "
            "evaluate: labelled rows (a path or a frame) that the estimated_* metrics' "
            "calibration map is learnt on", ("drift", "evaluate"),
-           metavar="PATH|COL=VALUE|previous", commands=("drift", "evaluate")),
+           metavar="PATH|COL=VALUE|previous|period=PERIOD", commands=("drift", "evaluate")),
     Option("calibration", "how the estimated_* metrics read scores as probabilities: "
            "isotonic (default with a reference) or histogram (n_bins bins of equal reference "
            "weight), a map per label learnt on the reference's rows; none (default without "
@@ -287,7 +291,8 @@ class Request:
     alpha: float = 0.6
     quantiles: int | None = None
     fdr: float = 0.05
-    reference: Any = None  # drift's: a source, or {column: value} of the input's rows
+    reference: Any = None  # drift's: a source, {column: value} of the input's rows, "previous",
+    # or a Period of the input's time column (resolved: its column and time zone filled in)
     compared: tuple[str, ...] = ("score",)
     statistics: tuple[str, ...] | None = None  # None: by each compared column's kind
     edges: tuple[float, ...] | None = None
@@ -332,7 +337,15 @@ class Request:
                              "'pr'] (or a curve request: --kind roc --max-points N)")
         if action == "drift" and values.get("reference") is None:
             raise InputError("drift: name the reference (reference=, --reference): a path, a "
-                             "frame, or {column: value} selecting the input's reference rows")
+                             "frame, {column: value} selecting the input's reference rows, "
+                             "previous, or {'period': ...}")
+        if action == "drift" and isinstance(values.get("reference"), Period):
+            if _statement:  # the statement's rows are a table's or selected by value
+                raise InputError("reference: a statement compares with a table or the table's "
+                                 "own rows ({column: value}), not yet with a period; me.drift "
+                                 "and mleval drift compare with one")
+            # its column and time zone: the window's where it names none (one per request)
+            values["reference"] = values["reference"].resolved(values.get("window"))
         if action in ("evaluate", "compare", "slices"):
             _check_estimation(action, values)
         if action == "slices" and not values.get("over"):
@@ -686,9 +699,10 @@ def _check_estimation(action: Action, values: Mapping[str, Any]) -> None:
         if values.get(name) is not None and not estimated:
             raise InputError(f"evaluate: {name}= serves the estimated metrics "
                              f"({', '.join(ESTIMATED_METRICS)}); none is asked")
-    if isinstance(values.get("reference"), Mapping):
+    if isinstance(values.get("reference"), (Mapping, Period)):
         raise InputError("evaluate: the reference the calibration map is learnt on is a "
-                         "source of labelled rows (a path or a frame), not {column: value}")
+                         "source of labelled rows (a path or a frame), not {column: value} "
+                         "or a period")
     if values.get("calibration") in ("isotonic", "histogram") \
             and values.get("reference") is None:
         raise InputError(f"calibration={values['calibration']!r} is learnt on labelled rows: "
@@ -696,14 +710,20 @@ def _check_estimation(action: Action, values: Mapping[str, Any]) -> None:
 
 
 def _reference(value: Any) -> Any:
-    """A source, or ``{column: value}`` (``COL=VALUE`` on the command line: a text)."""
+    """A source, ``{column: value}`` (``COL=VALUE`` on the command line: a text), or a
+    :class:`~mleval_sql.windows.Period` (``{"period": ...}``, ``period=PERIOD``: the key
+    ``period`` names a period, never a column)."""
     if isinstance(value, Mapping):
         if not value:
             raise InputError("reference: {column: value} names at least one column")
+        if "period" in value:
+            return Period.parse(value)
         return dict(value)
     if isinstance(value, str) and "=" in value and not any(
             value.startswith(p) for p in ("/", ".", "s3:", "gs:", "az:", "delta:", "iceberg:")):
         column, _, given = value.partition("=")
+        if column.strip() == "period":
+            return Period.parse(given)
         return {column: given}
     return value
 

@@ -15,20 +15,28 @@ quarters and years from their first day, hours on the hour. A day at a change of
 saving time is 23 or 25 hours long; the hour repeated when clocks go back is one window of two
 hours, and the hour skipped when they go forward has none.
 
+A :class:`Period` is a stated span of the same time column, read the same way: a calendar unit
+(``2026``, ``2026-Q4``, ``2026-10``, ``2026-W41``, ``2026-10-05``, ``2026-10-05T08``) or a
+half-open range of days or times (``2026-10-01/2026-10-15``), in the window's time zone: the
+rows a drift reference reads (:class:`PeriodRows`).
+
 >>> window = Window.parse("ts:1d,1w@Europe/Paris")
 >>> window.column, window.every, window.time_zone
 ('ts', ('1d', '1w'), 'Europe/Paris')
+>>> Period.parse({"period": "2026-10"}).resolved(window).said()
+"2026-10 of 'ts' (from 2026-10-01 to 2026-11-01, Europe/Paris)"
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import warnings
 import zoneinfo
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import timedelta
+from dataclasses import dataclass, replace
+from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote
 
@@ -131,12 +139,8 @@ class Window:
             return "date"
         if isinstance(dtype, pl.Datetime):
             return "naive" if dtype.time_zone is None else "aware"
-        hint = (" (an integer epoch: cast it to a timestamp first, e.g. "
-                "pl.from_epoch or to_timestamp)" if dtype.is_integer() else
-                " (text: parse it to a timestamp first, e.g. str.to_datetime or CAST)"
-                if dtype == pl.String else "")
         raise InputError(f"window column {self.column!r} is {dtype}, not a date or a "
-                         f"timestamp{hint}")
+                         f"timestamp{_cast_hint(dtype)}")
 
     # -- the window columns, on each engine ---------------------------------------------------
 
@@ -220,6 +224,14 @@ class Window:
                                                    return_dtype=pl.Int32)
         return table.with_columns(start.alias(START), end.alias(END)).select(columns).sort(
             order, maintain_order=True)  # the granularities as given, each's rows as laid out
+
+
+def _cast_hint(dtype: pl.DataType) -> str:
+    """How a column of ``dtype`` becomes a time column, where it can."""
+    return (" (an integer epoch: cast it to a timestamp first, e.g. pl.from_epoch or "
+            "to_timestamp)" if dtype.is_integer() else
+            " (text: parse it to a timestamp first, e.g. str.to_datetime or CAST)"
+            if dtype == pl.String else "")
 
 
 def _start_type(kind: Kind) -> pl.DataType:
@@ -363,3 +375,282 @@ def windowed(source: Source, window: Window, by: Sequence[str]) -> Derived:
                       f"{window.column!r} {'are' if nulls != 1 else 'is'} in no window, left "
                       "out of the result", DataWarning, stacklevel=3)
     return Derived(source, WindowColumns(window, kind))
+
+
+# -- periods: a stated span of the time column ------------------------------------------------
+
+#: A period of one calendar unit, spelt as the granularity it spans (the window's vocabulary:
+#: ``2026`` a year, ``2026-Q4`` a quarter, ``2026-10`` a month, ``2026-W41`` an ISO week from
+#: Monday, ``2026-10-05`` a day, ``2026-10-05T08`` an hour).
+UNITS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"(\d{4})"), "1y"),
+    (re.compile(r"(\d{4})-[Qq]([1-4])"), "1q"),
+    (re.compile(r"(\d{4})-(\d{2})"), "1mo"),
+    (re.compile(r"(\d{4})-W(\d{2})"), "1w"),
+    (re.compile(r"(\d{4})-(\d{2})-(\d{2})"), "1d"),
+    (re.compile(r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2})"), "1h"),
+)
+#: A bound of a range: a day, or a time of one (to the hour, minute, second or microsecond).
+_BOUND = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}(?::\d{2}(?::\d{2}(?:\.\d{1,6})?)?)?)?")
+_SPELLINGS = ("a year (2026), a quarter (2026-Q4), a month (2026-10), an ISO week (2026-W41), "
+              "a day (2026-10-05) or an hour (2026-10-05T08), or a half-open range [start, "
+              "end) of two days or times, e.g. ['2026-10-01', '2026-10-15'] or "
+              "2026-10-01/2026-10-15")
+#: The keys of a period given as a mapping.
+PERIOD_KEYS = ("period", "column", "time_zone")
+
+
+def _months_after(day: datetime, months: int) -> datetime:
+    index = day.year * 12 + day.month - 1 + months
+    return day.replace(year=index // 12, month=index % 12 + 1)
+
+
+def _unit(text: str) -> tuple[datetime, datetime] | None:
+    """The span ``[start, end)`` of a calendar unit's spelling (None: not one); an
+    ``InputError`` where it is spelt as one but is no date (``2026-13``, ``2026-W54``)."""
+    for pattern, grain in UNITS:
+        found = pattern.fullmatch(text)
+        if found is None:
+            continue
+        y, *rest = (int(g) for g in found.groups())
+        try:
+            if grain == "1w":
+                start = datetime.combine(date.fromisocalendar(y, rest[0], 1), datetime.min.time())
+                return start, start + timedelta(days=7)
+            if grain == "1q":
+                start = datetime(y, 3 * rest[0] - 2, 1)
+            else:
+                # a year: its first month and day; a month: its first day
+                start = datetime(y, *[*rest, 1, 1][:max(len(rest), 2)])
+        except ValueError as error:
+            raise InputError(f"reference: the period {text!r} is no date ({error})") from None
+        months = {"1y": 12, "1q": 3, "1mo": 1}.get(grain)
+        if months is not None:
+            return start, _months_after(start, months)
+        return start, start + (timedelta(hours=1) if grain == "1h" else timedelta(days=1))
+    return None
+
+
+def _bound(value: Any, which: str) -> datetime:
+    """A range's ``which`` bound (start or end): a day or a wall-clock time."""
+    if isinstance(value, datetime):
+        if value.tzinfo is not None:
+            raise InputError(f"reference: the period's {which} {value.isoformat()} has a time "
+                             "zone; give wall-clock time (the period is read in time_zone=, "
+                             "or the window's)")
+        return value
+    if isinstance(value, date):
+        return datetime.combine(value, datetime.min.time())
+    text = value.strip() if isinstance(value, str) else None
+    if text is None or not _BOUND.fullmatch(text):
+        if text is not None and _unit(text) is not None:
+            # 2026-10/2026-12: through December, or to its start? A range says its bounds.
+            raise InputError(f"reference: a range's bounds are days or times ([start, end), "
+                             f"half-open); give {which} as a day, e.g. "
+                             f"{_unit(text)[0].date().isoformat()}, not {text!r}")  # type: ignore[index]
+        zoned = text is not None and re.fullmatch(
+            r".*\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})", text)
+        raise InputError(f"reference: cannot read the period's {which} {value!r}: "
+                         + ("give wall-clock time, without an offset (the period is read in "
+                            "time_zone=, or the window's)" if zoned else
+                            "give a day (2026-10-01) or a time (2026-10-01T08:30)"))
+    try:
+        return datetime.fromisoformat(text.replace(" ", "T"))
+    except ValueError as error:
+        raise InputError(f"reference: the period's {which} {text!r} is no date or time "
+                         f"({error})") from None
+
+
+def _span(value: Any) -> tuple[datetime, datetime, str]:
+    """A period's ``[start, end)`` and its text, from its spelling (see :data:`UNITS`), a
+    ``date`` (a day) or a range (two bounds, or ``START/END``)."""
+    if isinstance(value, str) and "/" in value:
+        value = value.split("/", 1)
+    if isinstance(value, str):
+        text = value.strip()
+        span = _unit(text)
+        if span is None:
+            raise InputError(f"reference: cannot read the period {value!r}: give {_SPELLINGS}")
+        return span[0], span[1], text
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return _bound(value, "day"), _bound(value, "day") + timedelta(days=1), value.isoformat()
+    if isinstance(value, Sequence) and len(value) == 2:
+        start, end = _bound(value[0], "start"), _bound(value[1], "end")
+        if end <= start:
+            raise InputError(f"reference: the period's end {_shown(end)} is not after its "
+                             f"start {_shown(start)} (a range is [start, end), half-open)")
+        return start, end, f"{_shown(start)}/{_shown(end)}"
+    raise InputError(f"reference: cannot read the period {value!r}: give {_SPELLINGS}")
+
+
+def _shown(moment: datetime) -> str:
+    """A bound as a person writes it: a day at midnight as the day."""
+    if moment.time() == datetime.min.time():
+        return moment.date().isoformat()
+    return moment.isoformat(sep="T", timespec="minutes" if not moment.second
+                            and not moment.microsecond else "auto")
+
+
+@dataclass(frozen=True)
+class Period:
+    """The rows whose time ``column`` falls in ``[start, end)``, wall-clock times (a date
+    column: days) in a time zone, read as a window reads its column (:meth:`Window.kind`).
+    ``column`` and ``time_zone`` are as given (None: the window's, and without a window no
+    column, UTC); :meth:`resolved` fills them in, and ``zone`` is the time zone it is read in.
+    ``text`` spells it as given: ``2026-10``, ``2026-10-01/2026-10-15``."""
+
+    start: datetime
+    end: datetime
+    text: str
+    column: str | None = None
+    time_zone: str | None = None
+    zone: str = "UTC"
+
+    @classmethod
+    def parse(cls, value: Any) -> Period:
+        """A period from ``{"period": ..., "column": ..., "time_zone": ...}`` (``period``: a
+        calendar unit, a ``date``, or a range ``[start, end)`` of two days or times, or
+        ``START/END``) or its short form ``[COLUMN:]PERIOD[@TIME_ZONE]`` (the command line's:
+        ``--reference period=ts:2026-10@Europe/Paris``), the window's spelling.
+
+        >>> Period.parse("ts:2026-Q4").end
+        datetime.datetime(2027, 1, 1, 0, 0)
+        >>> Period.parse({"period": ["2026-10-15", "2026-10-01"]})  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        mleval_sql.errors.InputError: reference: the period's end 2026-10-01 is not after ...
+        """
+        if isinstance(value, Period):
+            return value
+        if isinstance(value, str):
+            text, _, zone = value.partition("@")
+            column = None
+            # COLUMN: before a period, whose times have colons of their own (and a year first)
+            if ":" in text and not _is_spelt(text) and not re.match(r"\s*\d{4}-", text):
+                column, _, text = text.partition(":")
+            value = {"period": text, **({"column": column.strip()} if column else {}),
+                     **({"time_zone": zone.strip()} if zone.strip() else {})}
+        if not isinstance(value, Mapping):
+            value = {"period": value}
+        unknown = [k for k in value if k not in PERIOD_KEYS]
+        if unknown:
+            raise InputError(f"reference: a period has {', '.join(PERIOD_KEYS)}; got "
+                             f"{unknown[0]!r} (a period selects rows by their time alone)")
+        if value.get("period") is None:
+            raise InputError(f"reference: name the period (period=): {_SPELLINGS}")
+        start, end, text = _span(value["period"])
+        column, zone = value.get("column"), value.get("time_zone")
+        if column is not None and (not isinstance(column, str) or not column.strip()):
+            raise InputError(f"reference: the period's column must be a column name, got "
+                             f"{column!r}")
+        if zone is not None and (not isinstance(zone, str) or not _known_zone(zone)):
+            raise InputError(f"reference: unknown time_zone {zone!r}; give an IANA name such "
+                             "as UTC or Europe/Paris")
+        return cls(start, end, text, column.strip() if column else None, zone, zone or "UTC")
+
+    def resolved(self, window: Window | None) -> Period:
+        """The period with its column and time zone: those given, else the window's (UTC
+        without a window); an ``InputError`` where no column is named, or a time zone other
+        than the window's is (a request reads its times in one)."""
+        column = self.column or (window.column if window is not None else None)
+        if column is None:
+            raise InputError(f"reference: the period {self.text} is of which time column? Name "
+                             f"it ({{'column': 'ts', 'period': {self.text!r}}}, on the command "
+                             f"line period=ts:{self.text}), or give windows of it (window=, "
+                             "--window)")
+        zone = self.time_zone or (window.time_zone if window is not None else "UTC")
+        if window is not None and self.time_zone is not None and \
+                self.time_zone != window.time_zone:
+            raise InputError(f"reference: the period is read in the window's time zone "
+                             f"({window.time_zone}), not time_zone={self.time_zone!r}: leave "
+                             "it out, or give the window that time zone")
+        return replace(self, column=column, zone=zone)
+
+    @property
+    def timed(self) -> bool:
+        """Whether a bound falls within a day (a date column cannot hold such a period)."""
+        return any(b.time() != datetime.min.time() for b in (self.start, self.end))
+
+    def said(self) -> str:
+        """The period in words, for messages and headers."""
+        return (f"{self.text} of {self.column!r} (from {_shown(self.start)} to "
+                f"{_shown(self.end)}, {self.zone})")
+
+    def kind(self, schema: pl.Schema) -> Kind:
+        """How the time column of an input with ``schema`` is read; an ``InputError`` names a
+        column that is missing or not temporal, a time zone or hours given for dates."""
+        assert self.column is not None, "resolve the period first (Period.resolved)"
+        if self.column not in schema:
+            raise InputError(f"reference: the period's time column {self.column!r} is not in "
+                             f"the input; it has {sorted(schema.names())}")
+        dtype = schema[self.column]
+        if dtype == pl.Date:
+            if self.time_zone is not None:
+                raise InputError(f"reference: {self.column!r} holds dates, which have no time "
+                                 f"zone: leave out time_zone={self.time_zone!r} (a day is a "
+                                 "calendar day)")
+            if self.timed:
+                raise InputError(f"reference: {self.column!r} holds dates, which have no "
+                                 f"hours: the period {self.text} needs a timestamp (give days)")
+            return "date"
+        if isinstance(dtype, pl.Datetime):
+            return "naive" if dtype.time_zone is None else "aware"
+        raise InputError(f"reference: the period's time column {self.column!r} is {dtype}, "
+                         f"not a date or a timestamp{_cast_hint(dtype)}")
+
+    def local(self, kind: Kind) -> pl.Expr:
+        """The time column as the period reads it: wall-clock time in its zone, or dates."""
+        time = pl.col(self.column)
+        if kind == "aware":  # the instant as wall-clock time, as a window reads it
+            time = time.dt.convert_time_zone(self.zone).dt.replace_time_zone(None)
+        return time
+
+    def polars(self, kind: Kind) -> pl.Expr:
+        """Whether a row's time is in the period (null where it has none)."""
+        time = self.local(kind)
+        low, high = ((self.start.date(), self.end.date()) if kind == "date"
+                     else (self.start, self.end))
+        return (time >= pl.lit(low)) & (time < pl.lit(high))
+
+    def sql(self, kind: Kind) -> exp.Expression:
+        """:meth:`polars` as a SQL condition, written by sqlglot."""
+        from sqlglot import exp
+
+        time: exp.Expression = exp.column(exp.to_identifier(self.column, quoted=True))
+        if kind == "aware":
+            time = exp.AtTimeZone(this=time, zone=exp.Literal.string(self.zone))
+        dated = kind == "date"
+
+        def bound(moment: datetime) -> exp.Expression:
+            text = moment.date().isoformat() if dated else moment.isoformat(sep=" ")
+            return exp.cast(exp.Literal.string(text), "date" if dated else "timestamp")
+
+        return exp.and_(exp.GTE(this=time, expression=bound(self.start)),
+                        exp.LT(this=time.copy(), expression=bound(self.end)))
+
+
+def _is_spelt(text: str) -> bool:
+    """Whether ``text`` is a period's spelling whole (no ``COLUMN:`` before it)."""
+    parts = text.split("/", 1)
+    return all(_BOUND.fullmatch(p.strip()) or any(u.fullmatch(p.strip()) for u, _ in UNITS)
+               for p in parts)
+
+
+@dataclass(frozen=True)
+class PeriodRows:
+    """The rows of an input in ``period`` (``inside``), or those with a time outside it: a
+    :class:`~mleval_sql.sources.Derived` input's derivation (a drift reference's rows)."""
+
+    period: Period
+    kind: Kind
+    inside: bool = True
+
+    def polars(self, frame: pl.LazyFrame) -> pl.LazyFrame:
+        within = self.period.polars(self.kind)
+        return frame.filter(within if self.inside else ~within)  # a null time: neither
+
+    def sql(self, table: exp.Expression) -> exp.Query:
+        from sqlglot import exp
+
+        within = self.period.sql(self.kind)
+        return exp.select(exp.Star()).from_(table.copy()).where(
+            within if self.inside else exp.not_(within))

@@ -438,7 +438,7 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
     fdr = float(alerts.get("fdr", (int, float), default=0.05))
     if not 0 < fdr < 1:
         raise JobError(f"alerts.fdr: expected a false discovery rate in (0, 1), got {fdr!r}")
-    drift = _drift(top.get("drift", dict), base, options) if "drift" in data else None
+    drift = _drift(top.get("drift", dict), base, options, window) if "drift" in data else None
     rules = [_rule(r, f"alerts.rules[{i}]", metrics, baseline, options["ci"], drift)
              for i, r in enumerate(alerts.get("rules", list, default=[]))]
     alerts.done()
@@ -495,11 +495,13 @@ def _slices(data: Any, options: Mapping[str, Any]) -> Slices:
     return Slices(metric, tuple(over), {**given, **intervals})
 
 
-def _drift(data: Any, base: Path, options: Mapping[str, Any]) -> Drift:
-    """[drift]: the reference (a path, relative to the job's folder, or a table of column =
-    value selecting each source's reference rows, e.g. {model = "a"}), the columns compared,
-    the statistics and their settings, as ``me.drift`` takes them, and the statistic the page
-    shows (default: psi, which every kind of column has); decisions at the job's threshold."""
+def _drift(data: Any, base: Path, options: Mapping[str, Any], window: Window | None) -> Drift:
+    """[drift]: the reference (a path, relative to the job's folder, a table of column =
+    value selecting each source's reference rows, e.g. {model = "a"}, "previous", or a period
+    of the time column, e.g. {period = "2026-10"}, the [window]'s column and time zone by
+    default), the columns compared, the statistics and their settings, as ``me.drift`` takes
+    them, and the statistic the page shows (default: psi, which every kind of column has);
+    decisions at the job's threshold. The request is checked with the job's ``window``."""
     table = _Table(data, "drift")
     reference = table.get("reference", (str, dict), required=True)
     if isinstance(reference, str) and reference != "previous":  # previous: the window before
@@ -514,7 +516,8 @@ def _drift(data: Any, base: Path, options: Mapping[str, Any]) -> Drift:
     statistic = table.get("statistic", str, default=None)
     table.done()
     try:
-        request = Request.build("drift", threshold=options.get("threshold", 0.5), **given)
+        request = Request.build("drift", threshold=options.get("threshold", 0.5),
+                                window=window, **given)
     except InputError as error:
         raise JobError(f"drift: {error}") from None
     shown = statistic or (request.statistics or ("psi",))[0]
