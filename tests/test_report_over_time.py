@@ -17,6 +17,7 @@ import pytest
 import mleval_sql as me
 from mleval_sql.history import read as read_history
 from mleval_sql.reporting.job import Job, JobError
+from tests.helpers import assert_frames_close
 
 START = dt.date(2026, 10, 1)  # a Thursday: the first ISO week is partial
 SAMPLES = 30  # per model and day
@@ -250,3 +251,29 @@ def test_a_table_without_files_recomputes_every_window(lake: Path, tmp_path: Pat
         assert len(computed(summary)) == 11 and summary["night"]["kept"] == 0
     kept = read_history(tmp_path / "history")
     assert kept.select("granularity", "window_start").n_unique() == 11
+
+
+
+@pytest.mark.parametrize("reference", ["previous", {"period": "2026-10-01/2026-10-04"}])
+def test_a_nights_drift_reads_its_reference(lake: Path, tmp_path: Path,
+                                            reference: Any) -> None:
+    """A night computes the drift of the windows it computes against their reference (the
+    window before, or a fixed period) although the metrics read only those windows' files:
+    equal to the drift of the whole lake for the same windows."""
+    drift = {"reference": reference, "statistics": ["ks", "psi"]}
+    data = job(lake, tmp_path / "history", drift=drift)
+    night(tmp_path, data, "first")
+    write_day(lake, 9)
+    summary = night(tmp_path, data, "second")
+    assert computed(summary) == {("1d", "2026-10-10", "new"), ("1w", "2026-10-05", "fingerprint")}
+    me.report(job(lake, None, drift=drift), tmp_path / "whole", progress=False)
+    tonight = pl.read_parquet(tmp_path / "second" / "drift.parquet")
+    whole = pl.read_parquet(tmp_path / "whole" / "drift.parquet")
+    keys = ["granularity", "window_start"]
+    assert sorted(tonight.select(keys).unique().rows()) == [
+        ("1d", dt.date(2026, 10, 10)), ("1w", dt.date(2026, 10, 5))]
+    assert tonight["value"].is_not_null().all()
+    expected = whole.join(tonight.select(keys).unique(), on=keys).select(tonight.columns)
+    order = [c for c in tonight.columns if tonight.schema[c] != pl.Float64]
+    assert_frames_close(tonight.sort(order, nulls_last=True),
+                        expected.sort(order, nulls_last=True))

@@ -36,7 +36,15 @@ from mleval_sql.history import read as read_history
 from mleval_sql.labels import COVERAGE, joined_once, outcome_map, start_text, window_inputs
 from mleval_sql.reporting.job import Baseline, Job, JobError
 from mleval_sql.sources import Source, as_source
-from mleval_sql.windows import COLUMNS, END, GRANULARITY, LOCAL_START, START, candidates
+from mleval_sql.windows import (
+    COLUMNS,
+    END,
+    GRANULARITY,
+    LOCAL_START,
+    START,
+    Period,
+    candidates,
+)
 
 #: The fingerprint of a window no file holds any more, and of one whose inputs are not files.
 NO_INPUTS, UNKNOWN_INPUTS = "none", "unknown"
@@ -98,6 +106,8 @@ class Night:
     files: dict[str, list[str] | None]
     rows_read: int | None  # the rows of those files (None: not known, a source not files)
     outcomes: pl.DataFrame | None = None
+    #: every window of each source's files: source, granularity, local_start, files
+    inputs: pl.DataFrame | None = None
 
     @property
     def files_known(self) -> bool:
@@ -135,6 +145,38 @@ class Night:
         """The stale windows as :attr:`~mleval_sql.windows.Window.only` takes them."""
         return tuple(self.stale.drop_nulls(LOCAL_START)  # a window no file holds: no rows
                      .select(GRANULARITY, LOCAL_START).iter_rows())
+
+    def with_reference(self, key: str, reference: Any) -> tuple[list[str], tuple[
+            tuple[str, Any], ...]] | None:
+        """What a drift of tonight's windows against ``reference`` reads of the source
+        ``key``: tonight's files and those of the reference's windows (``"previous"``: the
+        window before each of tonight's; a :class:`~mleval_sql.windows.Period`: every window
+        it meets), and the windows to make (tonight's, and the ones before them). None: the
+        reference is not of the input's windows (another source, rows selected by value),
+        or the files do not tell the windows apart."""
+        files = self.files.get(key)
+        if files is None or self.inputs is None:
+            return None
+        tonight = list(self.windows)
+        own = self.inputs.filter(pl.col("source") == key)
+        local = pl.col(LOCAL_START)
+        if isinstance(reference, str) and reference == "previous":
+            wanted = pl.DataFrame(tonight, schema={GRANULARITY: pl.String,
+                                                   LOCAL_START: own.schema[LOCAL_START]},
+                                  orient="row").with_columns(
+                local.dt.offset_by("-" + pl.col(GRANULARITY)))
+            met = own.join(wanted, on=[GRANULARITY, LOCAL_START], how="semi")
+            windows = tuple(dict.fromkeys([*tonight, *met.select(GRANULARITY, LOCAL_START)
+                                           .iter_rows()]))
+        elif isinstance(reference, Period):
+            start = local.cast(pl.Datetime("us"))
+            met = own.filter(start < reference.end,
+                             start.dt.offset_by(pl.col(GRANULARITY)) > reference.start)
+            windows = tuple(tonight)
+        else:
+            return None
+        more = met["files"].explode().drop_nulls().to_list()
+        return sorted({*files, *more}), windows
 
     def summary(self) -> dict[str, Any]:
         """What ``summary.json`` says of the night: the windows computed (with why), how many
@@ -203,7 +245,8 @@ def night(job: Job, sources: Mapping[str, Source], *,
         rows = _rows_of(files)
         kept = 0 if full_refresh else \
             windows.height - stale.filter(pl.col("reason") != "deleted").height
-        yield Night(store, digest, stale, kept, dict(files), rows, mapped)
+        yield Night(store, digest, stale, kept, dict(files), rows, mapped,
+                    every.select("source", GRANULARITY, LOCAL_START, "files"))
 
 
 def _outcome_map(job: Job, sources: Mapping[str, Source],

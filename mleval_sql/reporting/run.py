@@ -47,7 +47,7 @@ from mleval_sql.reporting.job import (
 from mleval_sql.request import DRAWN, ESTIMATED_METRICS, wide_column
 from mleval_sql.schema import InputError
 from mleval_sql.sources import Parquet, as_source
-from mleval_sql.windows import COLUMNS, END, GRANULARITY
+from mleval_sql.windows import COLUMNS, END, GRANULARITY, START
 
 #: Metrics that rank nothing: counts.
 NEUTRAL = frozenset({"tp", "tn", "support", "confusion_matrix"})
@@ -200,7 +200,7 @@ def run(job: Job, progress: Progress | None = None, *, full_refresh: bool = Fals
             assert job.window is not None
             tonight_job = replace(job, window=replace(job.window, only=tonight.windows))
             for p in prepared:
-                p.restrict(tonight_job, tonight.files[p.source.key])
+                p.restrict(tonight_job, tonight)
         return _run(job, [p for p in prepared if not p.empty], task, progress, tonight)
 
 
@@ -370,20 +370,39 @@ class _Prepared:
         self.src = as_source(src.polars().rename(renamed)) if renamed else src
         self.renamed = bool(renamed)
         self.empty = False  # no row to read tonight (restrict)
+        self.night: over_time.Night | None = None  # tonight's, where its files are known
         #: each column of the source -> as the requests read it, and as the tables name it
         self.read = {c: renamed.get(c, c) for c in [*job.names, *([model] if model else [])]}
         self.out = {self.read[c]: n for c, n in job.names.items() if self.read[c] != n}
         #: the model column as the requests read it (None: the source is one model)
         self.model = self.read[model] if model else None
 
-    def restrict(self, job: Job, files: list[str] | None) -> None:
-        """Read only ``files`` of the source (all: None), for ``job`` (its stale windows)."""
+    def restrict(self, job: Job, night: over_time.Night) -> None:
+        """Read only the files of tonight's windows (``job``'s) of the source (all: where
+        they are not known)."""
         self.job = job
+        files = night.files[self.source.key]
         if files is None:
             return
+        self.night = night
         self.empty = not files
-        src = Parquet(tuple(files)) if files else self.files
-        self.src = as_source(src.polars().rename(self.renamed_as)) if self.renamed_as else src
+        self.src = self._of(files) if files else self.src
+
+    def _of(self, files: list[str]) -> Any:
+        """The source's rows in ``files``, its columns named as the requests read them."""
+        src = Parquet(tuple(files))
+        return as_source(src.polars().rename(self.renamed_as)) if self.renamed_as else src
+
+    def _drifted(self, request: Any) -> tuple[Any, Any]:
+        """The request and source a drift of tonight's windows reads: with them the files of
+        its reference where that is windows of the same input (the window before each, or a
+        fixed period), which the metrics do not read."""
+        reads = None if self.night is None else \
+            self.night.with_reference(self.source.key, request.reference)
+        if reads is None or request.window is None:
+            return request, self.src
+        files, windows = reads
+        return replace(request, window=replace(request.window, only=windows)), self._of(files)
 
     def _by(self, segmentation: Segmentation) -> list[str]:
         """The columns a request of ``segmentation`` is by: the model column and its own."""
@@ -533,8 +552,13 @@ class _Prepared:
                 request = self._request("drift", self._by(segmentation), **spec.options)
             except InputError as error:
                 raise JobError(f"drift: {error}") from None
+            request, src = self._drifted(request)
             with self._naming():
-                frames.append(self._keyed(drifted(request, self.src), segmentation))
+                rows = drifted(request, src)
+            if self.night is not None:  # the windows before tonight's were their reference
+                rows = rows.join(self.night.stale.select(GRANULARITY, START), how="semi",
+                                 on=[GRANULARITY, START])
+            frames.append(self._keyed(rows, segmentation))
         return self._grid(frames)
 
     def drift_scores(self, row: dict[str, Any],
@@ -553,8 +577,9 @@ class _Prepared:
             segment[self.model] = row[MODEL]
         if window is not None:
             segment.update(zip(COLUMNS, window, strict=True))
+        request, src = self._drifted(request)
         with self._naming():
-            return score_bins(request, self.src, segment, row["label"])
+            return score_bins(request, src, segment, row["label"])
 
     def paired(self, metrics: list[str], task: str,
                table: pl.DataFrame) -> pl.DataFrame | None:
