@@ -18,15 +18,17 @@ from mleval_sql.schema import Columns, InputError
 from mleval_sql.slicing import slices
 
 __all__ = ["METRICS", "Columns", "InputError", "SklearnDefaultWarning", "check", "compare",
-           "curve", "drift", "evaluate", "history", "plot", "report", "slices", "sql"]
+           "curve", "define", "defined", "defining", "drift", "evaluate", "history", "plot",
+           "report", "slices", "sql", "undefine"]
 __version__ = "0.1.0"
 # drift and history are functions named as their modules: imported above, not on first use
 # (importing a module later puts it in its function's place)
 
 
 def __getattr__(name: str) -> Any:
-    """``sql`` and ``report`` on first use: rendering SQL imports sqlglot and a report its
-    templates, which an evaluation needs neither of."""
+    """``sql``, ``report`` and declaring metrics (``define``...) on first use: rendering or
+    parsing SQL imports sqlglot and a report its templates, which an evaluation needs neither
+    of."""
     if name == "sql":
         from mleval_sql.statement import sql
 
@@ -35,4 +37,8 @@ def __getattr__(name: str) -> Any:
         from mleval_sql.reporting import report
 
         return report
+    if name in ("define", "undefine", "defining", "defined"):
+        from mleval_sql import declared
+
+        return getattr(declared, name)
     raise AttributeError(f"module 'mleval_sql' has no attribute {name!r}")

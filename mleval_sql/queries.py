@@ -57,12 +57,21 @@ def source(name: str) -> str:
     return (folder() / f"{name}.sql").read_text(encoding="utf-8")
 
 
-@cache
 def load(name: str) -> str:
     """The query of ``queries/<name>.sql``, self-contained: the file's text, each call of a
     macro of the files its header names (:func:`uses`) replaced by the macro's expression
     (:func:`expand_macros`, rendered by sqlglot); the rest of the text, comments included,
-    as written."""
+    as written. ``declared_metrics`` gets the metrics declared now (mleval_sql/declared.py),
+    so it is not cached: me.define may change them between two runs."""
+    if name == "declared_metrics":
+        from mleval_sql import declared  # it reads the registry, which this module serves
+
+        return declared.statement(_load(name))
+    return _load(name)
+
+
+@cache
+def _load(name: str) -> str:
     text = source(name)
     files = uses(text)
     if not files:

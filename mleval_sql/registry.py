@@ -38,6 +38,9 @@ STEPS: dict[str, Step] = {s.name: s for s in (
     Step("matrix_counts", ("confusion_matrix",), "confusion_counts"),
     Step("decision_metrics", ("confusion_counts",), None, ("beta", "zero_division"),
          averaged=True),
+    # the metrics declared with me.define (mleval_sql/declared.py), from the same counts
+    Step("declared_metrics", ("confusion_counts",), None, ("threshold", "beta"),
+         averaged=True),
     Step("multiclass_metrics", ("confusion_matrix", "confusion_counts")),
     Step("sample_counts", ("predictions",), "sample_counts", ("threshold",)),
     Step("sample_metrics", ("sample_counts",), None, ("beta", "zero_division")),
@@ -131,9 +134,10 @@ class Family:
         return (*self.stats[task], self.final)
 
 
+_THRESHOLD_COUNTS: Mapping[Task, tuple[str, ...]] = {"binary": ("threshold_counts",),
+                                                     "multilabel": ("threshold_counts",)}
 DECISIONS = Family("decisions", "decision_metrics", {
-    "binary": ("threshold_counts",),
-    "multilabel": ("threshold_counts",),
+    **_THRESHOLD_COUNTS,
     "multiclass": ("argmax_matrix", "matrix_counts"),
 }, LABEL_AVERAGES)
 MULTICLASS = Family("multiclass", "multiclass_metrics",
@@ -171,9 +175,12 @@ CONTINGENCY = Family("contingency", "contingency_cells", {"clustering": ("contin
 ESTIMATED = Family("estimated", "estimated_metrics",
                    dict.fromkeys(_SCORED, ("expected_points", "estimated_counts")),
                    ("none", "macro", "weighted", "macro_std"))
+#: Metrics declared as one expression over the decision counts at the threshold
+#: (mleval_sql/declared.py): no metric of its own until one is declared.
+DECLARED = Family("declared", "declared_metrics", _THRESHOLD_COUNTS, LABEL_AVERAGES)
 FAMILIES = (DECISIONS, MULTICLASS, SAMPLES, TOP_K, RANKING, OPERATING, SWEEP, OVO,
             LABEL_RANKING, PROBABILITY, PROBABILITY_MULTICLASS, CALIBRATION, REGRESSION,
-            CLUSTERING, CONTINGENCY, ESTIMATED)
+            CLUSTERING, CONTINGENCY, ESTIMATED, DECLARED)
 
 #: Steps read off another family's statistics when both are asked: with the curve in a
 #: request, the decision counts at the threshold and the ranking metrics come from its sorted
@@ -434,11 +441,12 @@ METRICS: dict[str, Metric] = _metrics(
            sklearn="sklearn.metrics.cluster.contingency_matrix"),
 )
 
-#: Metrics where a smaller value is the better one (rankings and deltas turn round for them).
-LOWER_IS_BETTER = frozenset({
+#: Metrics where a smaller value is the better one (rankings and deltas turn round for them);
+#: a set, as a declared metric (mleval_sql/declared.py) says which way it goes.
+LOWER_IS_BETTER: set[str] = {
     "fp", "fn", "hamming_loss", "coverage_error", "label_ranking_loss", "one_error",
     "log_loss", "brier_score", "calibration_error", "mse", "rmse", "mae", "mape",
-})
+}
 
 
 def metrics_of(family: Family) -> tuple[str, ...]:

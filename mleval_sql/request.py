@@ -36,6 +36,7 @@ from mleval_sql.registry import (
     AVERAGES,
     CURVES,
     DECISIONS,
+    DECLARED,
     ESTIMATED,
     FUSED,
     METRICS,
@@ -785,6 +786,9 @@ _CHECKS: dict[str, Any] = {
 
 def _sweep_family(family: Family, metric: str, task: Task, sweep: bool) -> Family:
     """With a threshold sweep, decision metrics come from the sweep's counts."""
+    if sweep and family is DECLARED:  # its step reads one threshold, not each of a sweep's
+        raise InputError(f"{metric}: a declared metric is not swept over thresholds yet; "
+                         "evaluate it at each threshold (threshold=)")
     if not sweep or family not in (DECISIONS, SAMPLES):
         return family
     if family is SAMPLES or task not in SWEEP.stats:

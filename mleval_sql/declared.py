@@ -1,0 +1,458 @@
+"""Metrics you declare: one SQL expression over the decision counts at the threshold and the
+parameters, a registry entry like a built-in one (DESIGN.md, section 3).
+
+:func:`define` parses the expression once with sqlglot, checks every node of the tree against
+the names and functions allowed here, and keeps the tree. The engines never see the user's
+text: the polars step (``engines/polars/decisions.py``) compiles the tree to a polars
+expression (:func:`to_polars`) and the SQL step (``queries/declared_metrics.sql``) gets it as a
+sqlglot expression (:func:`to_sql`) that sqlglot renders into the statement (:func:`statement`).
+A division by zero gives null (the ``reason`` names the denominator), as the built-ins do.
+
+>>> with defining("cost", "(5 * fn + fp) / n * 1000", tasks=["binary"]):
+...     METRICS["cost"].undefined
+'a zero denominator (n = 0)'
+>>> "cost" in METRICS
+False
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import reduce
+
+import polars as pl
+import sqlglot
+from sqlglot import exp
+from sqlglot.tokens import TokenType
+
+from mleval_sql.errors import InputError
+from mleval_sql.params import RESULT_COLUMNS
+from mleval_sql.registry import DECLARED as FAMILY
+from mleval_sql.registry import LOWER_IS_BETTER, METRICS, Metric
+
+__all__ = ["Declared", "define", "defined", "defining", "undefine"]
+
+#: The statistics an expression reads, per (segment, label) and pooled for micro: weights
+#: summed at the threshold, and the parameters of the request.
+STATISTICS = {
+    "tp": "true positives", "fp": "false positives", "fn": "false negatives",
+    "tn": "true negatives", "support": "tp + fn", "n": "tp + fp + fn + tn",
+}
+PARAMETERS = ("threshold", "beta")
+NAMES = (*STATISTICS, *PARAMETERS)
+#: The tasks whose decision counts are taken at a threshold (multiclass decides by argmax).
+TASKS = ("binary", "multilabel")
+#: The functions allowed, by the name a user writes.
+FUNCTIONS = {"ln": exp.Ln, "exp": exp.Exp, "sqrt": exp.Sqrt, "pow": exp.Pow, "power": exp.Pow,
+             "least": exp.Least, "greatest": exp.Greatest, "abs": exp.Abs,
+             "coalesce": exp.Coalesce, "nullif": exp.Nullif, "if": exp.If}
+MAX_LENGTH, MAX_DEPTH = 4000, 64
+#: Result columns a declared name may not take (beyond every built-in metric's name).
+_TAKEN = frozenset({*RESULT_COLUMNS, "segment", "support", "ci_low", "ci_high", "ci_method",
+                    "ci_resamples", "reason", "granularity", "window_start", "window_end",
+                    "label_coverage", "truth", "cluster", "replicate"})
+_ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Pow)
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
+_NUMERIC_FUNCTIONS = (exp.Ln, exp.Exp, exp.Sqrt, exp.Abs, exp.Least, exp.Greatest,
+                      exp.Coalesce, exp.Nullif)
+#: Every node an expression may hold besides names and numbers.
+_ALLOWED = (*_ARITHMETIC, *_COMPARISONS, *_NUMERIC_FUNCTIONS, exp.Neg, exp.Paren, exp.And,
+            exp.Or, exp.Not, exp.Is, exp.Case, exp.If, exp.Boolean, exp.Null)
+
+
+@dataclass(frozen=True)
+class Declared:
+    """A declared metric: its name, the expression as written and as a checked sqlglot tree."""
+
+    name: str
+    text: str
+    tree: exp.Expression
+    tasks: tuple[str, ...]
+    higher_is_better: bool
+    doc: str
+
+    @property
+    def names(self) -> frozenset[str]:
+        """The statistics and parameters the expression reads."""
+        return frozenset(c.name.lower() for c in self.tree.find_all(exp.Column))
+
+
+#: Every declared metric of the process, by name (also in ``registry.METRICS``).
+DECLARED: dict[str, Declared] = {}
+
+
+def define(name: str, expression: str, *, tasks: Sequence[str] = TASKS,
+           higher_is_better: bool = True, doc: str = "") -> Declared:
+    """Declare the metric ``name`` as ``expression`` over ``tp, fp, fn, tn, support, n`` (weights
+    at the threshold) and the parameters ``threshold`` and ``beta``, for the process: then
+    ``me.evaluate(rows, [name])`` gives it with segments, windows and averages (micro: the
+    expression over the labels' summed counts). Declaring a declared name again replaces it.
+    Raises ``InputError`` naming the metric and the culprit, before any data is read.
+
+    >>> m = define("net_benefit", "tp / n - fp / n * threshold / (1 - threshold)")
+    >>> sorted(m.names)
+    ['fp', 'n', 'threshold', 'tp']
+    >>> undefine("net_benefit")
+    """
+    if not isinstance(name, str) or not re.fullmatch(r"[a-z_][a-z0-9_]*", name):
+        raise InputError(f"declared metric {name!r}: a name is lower-case letters, digits and _, "
+                         "starting with a letter or _")
+    if (name in METRICS and name not in DECLARED) or name in _TAKEN or name in NAMES:
+        what = "a built-in metric" if name in METRICS else "a result column or statistic"
+        raise InputError(f"declared metric {name!r}: the name is taken by {what}; choose "
+                         "another")
+    if isinstance(tasks, str):
+        tasks = [tasks]
+    wrong = [t for t in tasks if t not in TASKS]
+    if wrong or not tasks:
+        raise InputError(f"declared metric {name!r}: task {wrong[0] if wrong else None!r} is not "
+                         f"served: a declared metric reads decision counts at the threshold, "
+                         f"for {list(TASKS)}")
+    tree = parse(name, expression)
+    metric = Declared(name, expression, tree, tuple(dict.fromkeys(tasks)),
+                      bool(higher_is_better), doc)
+    DECLARED[name] = metric
+    METRICS[name] = Metric(
+        name, doc or f"declared: {expression}", dict.fromkeys(metric.tasks, FAMILY),
+        params=tuple(p for p in ("beta",) if p in metric.names),
+        undefined=_undefined(tree))
+    (LOWER_IS_BETTER.discard if metric.higher_is_better else LOWER_IS_BETTER.add)(name)
+    return metric
+
+
+def undefine(name: str) -> None:
+    """Remove the declared metric ``name`` (an ``InputError`` where none is declared so)."""
+    if name not in DECLARED:
+        raise InputError(f"no declared metric {name!r}; declared: {sorted(DECLARED)}")
+    del DECLARED[name], METRICS[name]
+    LOWER_IS_BETTER.discard(name)
+
+
+@contextmanager
+def defining(name: str, expression: str, **options: object) -> Iterator[Declared]:
+    """:func:`define` for a ``with`` block, undefined after it (tests, a one-off report)."""
+    metric = define(name, expression, **options)  # type: ignore[arg-type]
+    try:
+        yield metric
+    finally:
+        if DECLARED.get(name) is metric:
+            undefine(name)
+
+
+def defined() -> dict[str, Declared]:
+    """The declared metrics, by name, in the order declared."""
+    return dict(DECLARED)
+
+
+# -- checking -------------------------------------------------------------------------------
+
+def parse(name: str, text: str) -> exp.Expression:
+    """``text`` as a checked sqlglot tree, or an ``InputError`` naming ``name`` and the culprit."""
+    def refuse(why: str) -> InputError:
+        return InputError(f"declared metric {name!r}: {why}")
+
+    if not isinstance(text, str) or not text.strip():
+        raise refuse(f"the expression must be a non-empty text, got {text!r}")
+    if len(text) > MAX_LENGTH:
+        raise refuse(f"the expression has {len(text)} characters, over {MAX_LENGTH}")
+    try:
+        tokens = sqlglot.Dialect.get_or_raise("duckdb").tokenize(text)
+    except sqlglot.errors.TokenError as error:
+        raise refuse(f"cannot read the expression: {error}") from None
+    depth = 0
+    for token in tokens:
+        if token.comments:  # a comment may hide text from a reader of the expression
+            raise refuse("comments are not allowed in an expression")
+        if token.token_type == TokenType.SEMICOLON:
+            raise refuse("';' is not allowed: one expression, not statements")
+        depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(token.token_type, 0)
+        if depth > MAX_DEPTH:  # before the parser recurses into it
+            raise refuse(f"the expression is nested deeper than {MAX_DEPTH}")
+    try:
+        tree = sqlglot.parse_one(text, read="duckdb")
+    except (sqlglot.errors.ParseError, RecursionError) as error:
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise refuse(f"cannot parse the expression: {first}") from None
+    _check(tree, refuse)
+    if _depth(tree) > MAX_DEPTH:
+        raise refuse(f"the expression is nested deeper than {MAX_DEPTH}")
+    if _kind(tree, refuse) != "a number":
+        raise refuse(f"the expression gives {_kind(tree, refuse)}, not a number: "
+                     f"{tree.sql('duckdb')}")
+    return tree
+
+
+def _check(tree: exp.Expression, refuse: Callable[[str], InputError]) -> None:
+    """Every node is an allowed name, number, operator or function."""
+    for node in tree.walk():
+        culprit = node.sql("duckdb")[:80]
+        if isinstance(node, _ALLOWED):
+            if isinstance(node, exp.Is) and not isinstance(node.expression, exp.Null):
+                raise refuse(f"IS compares with NULL only: {culprit}")
+        elif isinstance(node, exp.Column):
+            _check_name(node, refuse)
+        elif isinstance(node, exp.Identifier) and isinstance(node.parent, exp.Column):
+            continue  # its column's name, checked there
+        elif isinstance(node, exp.Literal) and not node.is_string:
+            continue
+        elif isinstance(node, exp.Literal):
+            raise refuse(f"a text is not allowed: {culprit}")
+        elif isinstance(node, (exp.Select, exp.Subquery, exp.Query)):
+            raise refuse(f"a subquery is not allowed: {culprit}")
+        elif isinstance(node, exp.Window):
+            raise refuse(f"a window function is not allowed: {culprit}")
+        elif isinstance(node, exp.AggFunc):
+            raise refuse(f"an aggregate is not allowed: {culprit} (the statistics are "
+                         f"already sums: {', '.join(STATISTICS)})")
+        elif isinstance(node, exp.Placeholder):
+            raise refuse(f"a parameter placeholder is not allowed: {culprit} (write "
+                         f"{' or '.join(PARAMETERS)} by name)")
+        elif isinstance(node, exp.Anonymous):
+            close = difflib.get_close_matches(node.name.lower(), FUNCTIONS, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise refuse(f"unknown function {node.name!r}{hint} (functions: "
+                         f"{', '.join(FUNCTIONS)})")
+        elif isinstance(node, exp.Func):
+            written = node.sql_name().lower()
+            close = difflib.get_close_matches(written, FUNCTIONS, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise refuse(f"function {written!r} is not allowed{hint} (functions: "
+                         f"{', '.join(FUNCTIONS)}): {culprit}")
+        else:
+            raise refuse(f"{type(node).__name__.lower()} is not allowed: {culprit} (arithmetic, "
+                         f"comparisons, CASE/IF and {', '.join(FUNCTIONS)} are)")
+
+
+def _check_name(column: exp.Column, refuse: Callable[[str], InputError]) -> None:
+    written = column.sql("duckdb")
+    if column.table or column.args.get("db") or column.args.get("catalog"):
+        raise refuse(f"a qualified column {written} is not allowed; the names are "
+                     f"{', '.join(NAMES)}")
+    quoted = column.this.quoted
+    name = column.name if quoted else column.name.lower()
+    if name not in NAMES:
+        close = difflib.get_close_matches(name.lower(), NAMES, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise refuse(f"unknown name {written}{hint} (names: {', '.join(NAMES)})")
+
+
+def _depth(tree: exp.Expression) -> int:
+    """The deepest chain of operators and functions (parentheses and names' parts not
+    counted), without recursion."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        own = 0 if isinstance(node, (exp.Paren, exp.Identifier)) else 1
+        stack.extend((child, depth + own) for child in node.iter_expressions())
+    return deepest
+
+
+def _kind(node: exp.Expression, refuse: Callable[[str], InputError]) -> str:
+    """"a number", "a condition" or "null"; operands of the wrong kind are refused."""
+    def want(child: exp.Expression | None, kind: str) -> None:
+        got = "null" if child is None else _kind(child, refuse)
+        if got not in (kind, "null"):
+            raise refuse(f"{child.sql('duckdb') if child else None} is {got}, where "
+                         f"{kind} is wanted: {node.sql('duckdb')[:80]}")
+
+    if isinstance(node, exp.Paren):
+        return _kind(node.this, refuse)
+    if isinstance(node, exp.Null):
+        return "null"
+    if isinstance(node, (exp.Column, exp.Literal)):
+        return "a number"
+    if isinstance(node, exp.Boolean):
+        return "a condition"
+    if isinstance(node, (exp.And, exp.Or)):
+        want(node.this, "a condition")
+        want(node.expression, "a condition")
+        return "a condition"
+    if isinstance(node, exp.Not):
+        want(node.this, "a condition")
+        return "a condition"
+    if isinstance(node, exp.Is):
+        want(node.this, "a number")
+        return "a condition"
+    if isinstance(node, _COMPARISONS):
+        want(node.this, "a number")
+        want(node.expression, "a number")
+        return "a condition"
+    if isinstance(node, exp.If):  # IF(condition, a, b)
+        want(node.this, "a condition")
+        want(node.args.get("true"), "a number")
+        want(node.args.get("false"), "a number")
+        return "a number"
+    if isinstance(node, exp.Case):
+        if node.this is not None:
+            want(node.this, "a number")
+        for branch in node.args.get("ifs") or ():
+            want(branch.this, "a number" if node.this is not None else "a condition")
+            want(branch.args.get("true"), "a number")
+        want(node.args.get("default"), "a number")
+        return "a number"
+    for child in node.iter_expressions():  # arithmetic and the numeric functions
+        want(child, "a number")
+    return "a number"
+
+
+def _undefined(tree: exp.Expression) -> str:
+    """Why a value is null: the denominators that may be 0, the functions outside their
+    domain (the ``reason`` of a null value, as ``Metric.undefined`` says for a built-in)."""
+    parts = [f"{_bare(d.expression).sql('duckdb')} = 0" for d in tree.find_all(exp.Div)]
+    parts += [f"{_bare(f.this).sql('duckdb')} <= 0 in ln" for f in tree.find_all(exp.Ln)]
+    parts += [f"{_bare(f.this).sql('duckdb')} < 0 in sqrt" for f in tree.find_all(exp.Sqrt)]
+    parts = list(dict.fromkeys(parts))
+    if not parts:
+        return "a statistic it reads is null"
+    return f"a zero denominator ({', or '.join(parts)})" if all(
+        p.endswith("= 0") for p in parts) else f"undefined where {', or '.join(parts)}"
+
+
+def _bare(node: exp.Expression) -> exp.Expression:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return node
+
+
+# -- compiling ------------------------------------------------------------------------------
+
+def to_sql(tree: exp.Expression) -> exp.Expression:
+    """The checked ``tree`` as the SQL the engines run: a division by zero null
+    (``NULLIF``) and in floating point in every dialect, ``ln`` and ``sqrt`` null outside their
+    domain (DuckDB raises there), the result a double and never NaN.
+
+    >>> to_sql(parse("m", "tp / n")).sql("duckdb")  # doctest: +ELLIPSIS
+    'CASE WHEN ISNAN(CAST(CAST(tp AS DOUBLE) / NULLIF(n, 0) AS DOUBLE)) THEN NULL ELSE ... END'
+    """
+    def rewrite(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column):  # as the statistics' columns are named
+            return exp.column(node.name if node.this.quoted else node.name.lower())
+        if isinstance(node, exp.Div):
+            return exp.Div(this=exp.cast(node.this, "DOUBLE"),
+                           expression=exp.Nullif(this=node.expression,
+                                                 expression=exp.Literal.number(0)))
+        if isinstance(node, (exp.Ln, exp.Sqrt)):
+            inside = (exp.GT if isinstance(node, exp.Ln) else exp.GTE)(
+                this=node.this.copy(), expression=exp.Literal.number(0))
+            return node.__class__(this=exp.Case(ifs=[exp.If(this=inside, true=node.this)]))
+        if isinstance(node, exp.Pow):
+            return exp.Pow(this=exp.cast(node.this, "DOUBLE"), expression=node.expression)
+        return node
+
+    value = exp.cast(tree.copy().transform(rewrite), "DOUBLE")
+    return exp.Case(ifs=[exp.If(this=exp.IsNan(this=value.copy()), true=exp.Null())],
+                    default=value)
+
+
+def to_polars(tree: exp.Expression) -> pl.Expr:
+    """The checked ``tree`` as a polars expression over the columns of the statistics, with
+    the SQL form's meaning (:func:`to_sql`).
+
+    >>> frame = pl.DataFrame({"tp": [1.0, 1.0], "n": [4.0, 0.0]})
+    >>> frame.select(to_polars(parse("m", "tp / n"))).to_series().to_list()
+    [0.25, None]
+    """
+    value = _polars(tree).cast(pl.Float64)
+    return pl.when(value.is_nan()).then(None).otherwise(value)
+
+
+def _polars(node: exp.Expression) -> pl.Expr:
+    sub: Callable[[exp.Expression], pl.Expr] = _polars
+    if isinstance(node, exp.Paren):
+        return sub(node.this)
+    if isinstance(node, exp.Column):
+        return pl.col(node.name if node.this.quoted else node.name.lower())
+    if isinstance(node, exp.Literal):
+        return pl.lit(float(node.this), dtype=pl.Float64)
+    if isinstance(node, exp.Boolean):
+        return pl.lit(node.this, dtype=pl.Boolean)
+    if isinstance(node, exp.Null):
+        return pl.lit(None, dtype=pl.Float64)
+    if isinstance(node, exp.Neg):
+        return -sub(node.this)
+    if isinstance(node, exp.Div):
+        below = sub(node.expression)
+        return sub(node.this).cast(pl.Float64) / pl.when(below != 0).then(below)
+    binary = _BINARY.get(type(node))
+    if binary is not None:
+        return binary(sub(node.this), sub(node.expression))
+    if isinstance(node, exp.Not):
+        return ~sub(node.this)
+    if isinstance(node, exp.Is):
+        return sub(node.this).is_null()
+    if isinstance(node, exp.Ln):
+        inside = sub(node.this)
+        return pl.when(inside > 0).then(inside).log()
+    if isinstance(node, exp.Sqrt):
+        inside = sub(node.this)
+        return pl.when(inside >= 0).then(inside).sqrt()
+    if isinstance(node, exp.Exp):
+        return sub(node.this).cast(pl.Float64).exp()
+    if isinstance(node, exp.Abs):
+        return sub(node.this).abs()
+    if isinstance(node, exp.Nullif):
+        value = sub(node.this)
+        return pl.when(value == sub(node.expression)).then(None).otherwise(value)
+    if isinstance(node, (exp.Least, exp.Greatest, exp.Coalesce)):
+        args = [sub(node.this), *(sub(a) for a in node.expressions)]
+        return {exp.Least: pl.min_horizontal, exp.Greatest: pl.max_horizontal,
+                exp.Coalesce: pl.coalesce}[type(node)](args)
+    if isinstance(node, exp.If):
+        return _cases([(node.this, node.args.get("true"))], node.args.get("false"))
+    if isinstance(node, exp.Case):
+        subject = node.this
+        ifs = [(branch.this if subject is None else exp.EQ(this=subject, expression=branch.this),
+                branch.args.get("true")) for branch in node.args.get("ifs") or ()]
+        return _cases(ifs, node.args.get("default"))
+    raise AssertionError(f"unchecked node {type(node).__name__}")  # parse() refused it
+
+
+def _cases(ifs: list[tuple[exp.Expression, exp.Expression | None]],
+           default: exp.Expression | None) -> pl.Expr:
+    def value(node: exp.Expression | None) -> pl.Expr:
+        return pl.lit(None, dtype=pl.Float64) if node is None else _polars(node).cast(pl.Float64)
+
+    (first, then), *rest = ifs
+    chain = pl.when(_polars(first)).then(value(then))
+    for condition, then in rest:
+        chain = chain.when(_polars(condition)).then(value(then))
+    return chain.otherwise(value(default))
+
+
+_BINARY: dict[type, Callable[[pl.Expr, pl.Expr], pl.Expr]] = {
+    exp.Add: lambda a, b: a + b, exp.Sub: lambda a, b: a - b, exp.Mul: lambda a, b: a * b,
+    exp.Pow: lambda a, b: a.cast(pl.Float64).pow(b),
+    exp.EQ: lambda a, b: a == b, exp.NEQ: lambda a, b: a != b, exp.GT: lambda a, b: a > b,
+    exp.GTE: lambda a, b: a >= b, exp.LT: lambda a, b: a < b, exp.LTE: lambda a, b: a <= b,
+    exp.And: lambda a, b: a & b, exp.Or: lambda a, b: a | b,
+}
+
+
+# -- the SQL step ---------------------------------------------------------------------------
+
+def statement(template: str, names: Sequence[str] | None = None) -> str:
+    """``queries/declared_metrics.sql`` (``template``) with its last SELECT, which gives no
+    rows, replaced by one SELECT per declared metric (``names``: these only) over its
+    ``statistics`` CTE, each value the metric's :func:`to_sql` tree: the tree is sqlglot's
+    to render, never the user's text. The header's comments stay as written.
+    """
+    chosen = [DECLARED[n] for n in (DECLARED if names is None else names)]
+    if not chosen:
+        return template
+    header = []
+    for line in template.splitlines():
+        if not line.startswith("--"):
+            break
+        header.append(line)
+    tree = sqlglot.parse_one(template, read="duckdb")
+    selects = [exp.select(
+        "segment", exp.alias_(exp.Literal.string(m.name), "metric"), "average", "label",
+        exp.alias_(to_sql(m.tree), "value"), "support").from_("statistics") for m in chosen]
+    union = reduce(lambda a, b: exp.union(a, b, distinct=False), selects)
+    union.set("with_", tree.args["with_"].copy())
+    return "\n".join([*header, "", union.sql("duckdb", pretty=True)])

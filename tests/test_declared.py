@@ -1,0 +1,252 @@
+"""Metrics you declare (mleval_sql/declared.py): a declared F1 is the built-in one on every
+engine, the docs' examples equal numpy over scikit-learn's confusion matrix, and every
+expression that reaches outside the statistics is refused, naming the metric and the culprit."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import date
+
+import numpy as np
+import polars as pl
+import pytest
+import sqlglot
+from sklearn.metrics import confusion_matrix, multilabel_confusion_matrix
+
+import mleval_sql as me
+from mleval_sql import queries
+from mleval_sql.registry import LOWER_IS_BETTER, METRICS
+from tests.data import make_predictions
+
+AVERAGES = ["none", "micro", "macro", "weighted", "macro_std"]
+F1 = "2 * tp / (2 * tp + fp + fn)"
+NET_BENEFIT = "tp / n - fp / n * threshold / (1 - threshold)"
+COST = "(5 * fn + fp) / n * 1000"
+
+
+@pytest.fixture
+def declared() -> Iterator[None]:
+    """The docs' metrics, declared for one test."""
+    me.define("my_f1", F1, doc="F1, declared")
+    me.define("net_benefit", NET_BENEFIT, higher_is_better=True)
+    me.define("cost", COST, tasks=["binary", "multilabel"], higher_is_better=False)
+    try:
+        yield
+    finally:
+        for name in ("my_f1", "net_benefit", "cost"):
+            if name in me.defined():
+                me.undefine(name)
+
+
+def _pairs(rows: pl.DataFrame, keys: list[str], ours: str, theirs: str) -> pl.DataFrame:
+    wide = rows.pivot(on="metric", index=keys, values="value")
+    assert wide.height > 0
+    return wide.select(*keys, ours, theirs)
+
+
+@pytest.mark.usefixtures("declared")
+@pytest.mark.parametrize("task", ["binary", "multilabel"])
+def test_a_declared_f1_is_the_builtin_f1(engine, task):
+    """Per label, micro, macro, weighted and their spread, with weights (zeros among them), in
+    every segment: one with one class, one with one sample, one that lacks a label."""
+    frame = make_predictions(task, seed=11)
+    rows = me.evaluate(frame, ["my_f1", "f1"], by="region", average=AVERAGES, engine=engine)
+    pairs = _pairs(rows, ["region", "average", "label"], "my_f1", "f1")
+    assert set(pairs["region"]) == {"north", "south", "one_class", "single"}
+    # the one-class segment: no tp, so 0, or null where nothing is predicted either (0/0)
+    assert set(pairs.filter(pl.col("region") == "one_class")["f1"]) <= {0.0, None}
+    assert pairs["my_f1"].is_null().to_list() == pairs["f1"].is_null().to_list()
+    np.testing.assert_allclose(pairs["my_f1"].drop_nulls().to_numpy(),
+                               pairs["f1"].drop_nulls().to_numpy(), rtol=1e-12, atol=1e-12)
+
+
+def _weighted_counts(truth: np.ndarray, score: np.ndarray, weight: np.ndarray,
+                     threshold: float) -> tuple[float, float, float, float]:
+    tn, fp, fn, tp = confusion_matrix(truth, score >= threshold, labels=[False, True],
+                                      sample_weight=weight).ravel()
+    return tp, fp, fn, tn
+
+
+@pytest.mark.usefixtures("declared")
+def test_net_benefit_and_cost_equal_numpy_over_sklearn(engine):
+    threshold = 0.3
+    frame = make_predictions("binary", seed=12, n_samples=120)
+    rows = me.evaluate(frame, ["net_benefit", "cost"], by="region", threshold=threshold,
+                       engine=engine)
+    assert set(rows["threshold"]) == {threshold}
+    for region, group in frame.group_by("region"):
+        tp, fp, fn, tn = _weighted_counts(group["truth"].to_numpy(), group["score"].to_numpy(),
+                                          group["weight"].to_numpy(), threshold)
+        n = tp + fp + fn + tn
+        want = {"net_benefit": tp / n - fp / n * threshold / (1 - threshold) if n else None,
+                "cost": (5 * fn + fp) / n * 1000 if n else None}
+        got = rows.filter(pl.col("region") == region[0])
+        for metric, value in want.items():
+            (found,) = got.filter(pl.col("metric") == metric)["value"].to_list()
+            assert found == pytest.approx(value, rel=1e-12), (region, metric)
+
+
+@pytest.mark.usefixtures("declared")
+def test_micro_is_the_expression_over_the_labels_summed_counts(engine):
+    threshold = 0.6
+    frame = make_predictions("multilabel", seed=13, n_samples=80, complete=True)
+    rows = me.evaluate(frame, ["cost", "net_benefit"], average=["micro", "macro"],
+                       threshold=threshold, engine=engine)
+    wide = frame.pivot(on="label", index="sample", values=["score", "truth", "weight"])
+    labels = sorted(frame["label"].unique())
+    truth = wide.select(f"truth_{lab}" for lab in labels).to_numpy().astype(bool)
+    score = wide.select(f"score_{lab}" for lab in labels).to_numpy()
+    weight = wide[f"weight_{labels[0]}"].to_numpy()  # a sample's weight, on each of its rows
+    matrices = multilabel_confusion_matrix(truth, score >= threshold, sample_weight=weight)
+    (tn, fp), (fn, tp) = matrices.sum(axis=0)
+    n = tp + fp + fn + tn
+    per_label = [(m[1, 1], m[0, 1], m[1, 0], m[1, 1] + m[0, 1] + m[1, 0] + m[0, 0])
+                 for m in matrices]
+    want = {("cost", "micro"): (5 * fn + fp) / n * 1000,
+            ("cost", "macro"): np.mean([(5 * f + p) / t * 1000 for _, p, f, t in per_label]),
+            ("net_benefit", "micro"): tp / n - fp / n * threshold / (1 - threshold)}
+    for (metric, average), value in want.items():
+        (found,) = rows.filter(pl.col("metric") == metric, pl.col("average") == average)[
+            "value"].to_list()
+        assert found == pytest.approx(value, rel=1e-12), (metric, average)
+
+
+def test_a_zero_denominator_gives_null_and_its_reason(engine):
+    frame = pl.DataFrame({"sample": [1, 2, 3, 4], "score": [0.9, 0.8, 0.7, 0.1],
+                          "truth": [1, 1, 1, 1], "seg": ["a", "a", "b", "b"]})
+    with me.defining("npv", "tn / (tn + fn)"):
+        rows = me.evaluate(frame, "npv", by="seg", columns={"label": None}, engine=engine)
+        assert rows["value"].to_list() == [None, 0.0]  # segment a: nothing predicted negative
+        with_ci = me.evaluate(frame, "npv", by="seg", columns={"label": None}, engine=engine,
+                              ci=0.9, resamples=10)
+    assert with_ci["reason"][0] == "a zero denominator (tn + fn = 0)"
+
+
+def test_functions_and_conditions_agree_between_engines():
+    """Every function and operator allowed, on both engines; ln and sqrt outside their domain
+    and a NaN give null (never NaN, never an engine's error)."""
+    expression = ("CASE WHEN support > 0 AND NOT fp = 0 THEN ln(tp + 1) + exp(-fn / n) "
+                  "+ sqrt(tn) + pow(2, -beta) + abs(fp - fn) + least(tp, fp) + greatest(fn, 1) "
+                  "+ coalesce(NULL, threshold) + nullif(tp, 0) / n ELSE -1 END "
+                  "+ IF(tp IS NULL, 1, 0) + tp ^ 2 - sqrt(fp - fn - 100) * 0")
+    frame = make_predictions("multilabel", seed=14)
+    with me.defining("everything", expression):
+        got = [me.evaluate(frame, "everything", by="region", average=AVERAGES, engine=e)
+               for e in ("polars", "duckdb")]
+    # sqrt of a negative: null, so the sum is null wherever fp - fn < 100 (everywhere here)
+    assert got[0]["value"].null_count() == got[0].height
+    with me.defining("everything", expression.replace(" - sqrt(fp - fn - 100) * 0", "")):
+        got = [me.evaluate(frame, "everything", by="region", average=AVERAGES, engine=e)
+               for e in ("polars", "duckdb")]
+    assert got[0]["value"].drop_nulls().len() > 0
+    assert got[0]["value"].is_nan().sum() == 0
+    np.testing.assert_allclose(got[0]["value"].fill_null(np.inf).to_numpy(),
+                               got[1]["value"].fill_null(np.inf).to_numpy(), rtol=1e-12)
+
+
+@pytest.mark.usefixtures("declared")
+def test_windows_are_segments_for_a_declared_metric(engine):
+    frame = make_predictions("binary", seed=15).with_columns(
+        day=pl.when(pl.col("region") == "north").then(date(2026, 1, 1))
+        .otherwise(date(2026, 1, 2)))
+    rows = me.evaluate(frame, ["my_f1", "f1"], window="day:1d", engine=engine)
+    pairs = _pairs(rows, ["window_start", "label"], "my_f1", "f1")
+    assert pairs.height == 2
+    np.testing.assert_allclose(pairs["my_f1"].to_numpy(), pairs["f1"].to_numpy(), rtol=1e-12)
+
+
+@pytest.mark.usefixtures("declared")
+def test_the_registry_holds_a_declared_metric_while_it_is_declared():
+    assert METRICS["cost"].undefined == "a zero denominator (n = 0)"
+    assert "cost" in LOWER_IS_BETTER and "net_benefit" not in LOWER_IS_BETTER
+    assert METRICS["my_f1"].summary == "F1, declared"
+    assert list(me.defined()) == ["my_f1", "net_benefit", "cost"]
+    me.define("cost", "fp / n")  # declared again: replaced
+    assert METRICS["cost"].undefined == "a zero denominator (n = 0)"
+    assert "cost" not in LOWER_IS_BETTER
+    me.undefine("cost")
+    assert "cost" not in METRICS and "cost" not in LOWER_IS_BETTER
+    with pytest.raises(me.InputError, match="no declared metric 'cost'"):
+        me.undefine("cost")
+    with pytest.raises(me.InputError, match=r"unknown metric 'cost'"):
+        me.evaluate(make_predictions("binary", seed=1), "cost")
+
+
+@pytest.mark.usefixtures("declared")
+def test_the_sql_is_rendered_from_the_tree_not_the_text():
+    with me.defining("shouty", "TP/ ( N )"):
+        sql = queries.load("declared_metrics")
+    assert "TP/" not in sql and "CAST(tp AS DOUBLE) / NULLIF(" in sql
+    assert sqlglot.parse_one(sql, read="duckdb") is not None
+    assert sql.splitlines()[0].startswith("-- declared_metrics:")
+    assert "shouty" not in queries.load("declared_metrics")
+
+
+@pytest.mark.usefixtures("declared")
+def test_a_declared_metric_is_not_swept_yet():
+    with pytest.raises(me.InputError, match="my_f1: a declared metric is not swept"):
+        me.evaluate(make_predictions("binary", seed=1), ["f1", "my_f1"], thresholds=[0.2, 0.5])
+
+
+def test_a_task_the_counts_do_not_serve_is_refused():
+    with pytest.raises(me.InputError, match=r"declared metric 'r': task 'regression' is not"):
+        me.define("r", "tp / n", tasks=["regression"])
+    with me.defining("binary_only", "tp / n", tasks=["binary"]), \
+            pytest.raises(me.InputError, match="not defined for task 'multilabel'"):
+        me.evaluate(make_predictions("multilabel", seed=1), "binary_only", task="multilabel")
+
+
+@pytest.mark.parametrize(("name", "expression", "culprit"), [
+    ("f1", "tp / n", r"declared metric 'f1': the name is taken by a built-in metric"),
+    ("value", "tp / n", r"'value': the name is taken by a result column"),
+    ("threshold", "tp / n", r"'threshold': the name is taken by a result column"),
+    ("Bad Name", "tp / n", r"'Bad Name': a name is lower-case"),
+    ("m", "tpp / n", r"'m': unknown name tpp; did you mean 'tp'\?"),
+    ("m", "tp / weight", r"'m': unknown name weight"),
+    ("m", '"weight"', r"'m': unknown name \"weight\""),
+    ("m", "predictions.tp", r"'m': a qualified column predictions.tp is not allowed"),
+    ("m", "(SELECT max(score) FROM predictions)", r"'m': a subquery is not allowed"),
+    ("m", "tp / (SELECT 1)", r"'m': a subquery is not allowed"),
+    ("m", "sum(tp)", r"'m': an aggregate is not allowed: SUM\(tp\)"),
+    ("m", "sum(tp) OVER ()", r"'m': a window function is not allowed"),
+    ("m", "tp; DROP TABLE predictions", r"'m': ';' is not allowed"),
+    ("m", "tp -- hidden", r"'m': comments are not allowed"),
+    ("m", "/* hidden */ tp", r"'m': comments are not allowed"),
+    ("m", "log(tp)", r"'m': function 'log' is not allowed"),
+    ("m", "sqr(tp)", r"'m': unknown function 'sqr'; did you mean 'sqrt'\?"),
+    ("m", "read_csv('x')", r"'m': function 'read_csv' is not allowed"),
+    ("m", "my_udf(tp)", r"'m': unknown function 'my_udf'"),
+    ("m", "CAST(tp AS INT)", r"'m': function 'cast' is not allowed"),
+    ("m", "tp % 2", r"'m': mod is not allowed"),
+    ("m", "tp IN (1, 2)", r"'m': in is not allowed"),
+    ("m", "'text'", r"'m': a text is not allowed"),
+    ("m", "$threshold", r"'m': a parameter placeholder is not allowed"),
+    ("m", "tp > 0", r"'m': the expression gives a condition, not a number"),
+    ("m", "tp + (fp > 0)", r"'m': \(fp > 0\) is a condition, where a number is wanted"),
+    ("m", "tp" + " + tp" * 1400, r"'m': the expression has 7002 characters, over 4000"),
+    ("m", "(" * 65 + "tp" + ")" * 65, r"'m': the expression is nested deeper than 64"),
+    ("m", "abs(" * 65 + "tp" + ")" * 65, r"'m': the expression is nested deeper than 64"),
+    ("m", "tp" + " + tp" * 70, r"'m': the expression is nested deeper than 64"),
+    ("m", "", r"'m': the expression must be a non-empty text"),
+    ("m", "tp +", r"'m': cannot parse the expression"),
+])
+def test_an_expression_outside_the_statistics_is_refused(name, expression, culprit):
+    with pytest.raises(me.InputError, match=culprit) as error:
+        me.define(name, expression)
+    assert "\n" not in str(error.value)
+    assert name not in me.defined() and (name in ("f1",) or name not in METRICS)
+
+
+@pytest.mark.usefixtures("declared")
+def test_a_statement_to_paste_carries_a_declared_metric():
+    """me.sql builds from the same steps: a declared metric comes with it (DuckDB here; the
+    other dialects are not checked yet)."""
+    import duckdb
+
+    statement = me.sql(["my_f1", "f1"], task="binary", table="preds", no_weight=True,
+                       columns={"label": None})
+    con = duckdb.connect()
+    con.register("preds", pl.DataFrame({"sample": [1, 2, 3, 4], "score": [0.9, 0.4, 0.6, 0.2],
+                                        "truth": [True, True, False, False]}))
+    rows = con.sql(statement).pl()
+    assert rows.select("metric", "value").rows() == [("my_f1", 0.5), ("f1", 0.5)]
