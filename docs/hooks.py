@@ -23,7 +23,7 @@ from typing import Any
 
 from mkdocs.structure.files import File, Files
 
-from mleval_sql.cli import _spelled, averages_text, build_parser, params_markdown
+from mleval_sql.cli import _spelled, averages_text, build_parser, declaration, params_markdown
 from mleval_sql.params import PARAMS
 from mleval_sql.registry import (
     FAMILIES,
@@ -99,6 +99,11 @@ FAMILY_PAGES: dict[str, tuple[str, str]] = {
         "One row per sample (`sample, truth, cluster[, weight]`); every metric is a function "
         "of the contingency table (the weight of each class x cluster) of a segment. The names "
         "are scikit-learn's functions without `_score`."),
+    "declared": (
+        "Declared metrics",
+        "The metrics declared where this documentation was built (`me.define`, a team's "
+        "`MLEVAL_METRICS` file): each one expression over the decision counts at the threshold, "
+        "see [Your own metrics](../guides/own-metrics.md)."),
     "contingency": (
         "Contingency table",
         "The cells of the contingency table themselves, one row per cell of positive weight."),
@@ -169,6 +174,8 @@ def _other_families(metric: Metric, family: Family) -> str:
 
 def metric_section(metric: Metric, family: Family) -> str:
     rows = [("tasks", ", ".join(_tasks(metric, family)))]
+    if declaration(metric):  # a declared metric (MLEVAL_METRICS, me.define): its expression
+        rows.insert(0, ("declared", declaration(metric, "`").removeprefix("declared: ")))
     averages = averages_text(metric) if family is not SAMPLES or not metric.samples_average \
         else "samples (multilabel)"
     rows.append(("averages", averages))

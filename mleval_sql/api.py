@@ -74,6 +74,7 @@ class SourceOptions(TypedDict, total=False):
     window: str | Mapping[str, Any] | windows.Window | None
     unlabelled: str
     labels: Any
+    define: Mapping[str, Any]  # evaluate, compare and slices: metrics declared (me.define)
 
 
 @dataclass(frozen=True)
@@ -160,7 +161,7 @@ def evaluate(
         average=average, beta=beta, k=k, zero_division=zero_division, max_fpr=max_fpr,
         min_recall=min_recall, min_precision=min_precision, n_bins=n_bins,
         average_method=average_method, ci=ci, resamples=resamples, seed=seed, wide=wide,
-        **options)
+        _source=source, **options)
     return run(request, source).table  # type: ignore[return-value]
 
 

@@ -43,9 +43,9 @@ from mleval_sql.engines import ENGINES, errors_of
 from mleval_sql.outputs import atomic_output, check_output
 from mleval_sql.params import CURVE_PARAMS, PARAMS, Param
 from mleval_sql.plot import CURVE_COLUMNS, INSTALL_HINT, PlotError, check_target, plot_curve
-from mleval_sql.registry import AVERAGES, METRICS, Metric
+from mleval_sql.registry import AVERAGES, DECLARED, METRICS, Metric
 from mleval_sql.reporting import add_command as add_report_command
-from mleval_sql.request import OPTIONS, Action, Option, actions_of
+from mleval_sql.request import OPTIONS, Action, Option, actions_of, declare_for
 from mleval_sql.schema import TASKS
 
 PROG = "mleval"
@@ -177,7 +177,11 @@ def build_parser() -> argparse.ArgumentParser:
                              help=f"also draw the curves with matplotlib ({INSTALL_HINT})")
         cmd.set_defaults(run=run)
 
-    cmd = commands.add_parser("metrics", help="list the metrics, their tasks and averages")
+    cmd = commands.add_parser("metrics", help="list the metrics, their tasks and averages "
+                              "(and the declared ones, MLEVAL_METRICS's and --define's, with "
+                              "their expressions)")
+    cmd.add_argument("--define", action="append", type=_pair, metavar="NAME=EXPR",
+                     help=OPTIONS["define"].help + " (repeatable)")
     cmd.set_defaults(run=run_metrics)
 
     cmd = commands.add_parser("history", help="the values a report job with a [history] "
@@ -298,7 +302,7 @@ def _add_param(cmd: argparse._ActionsContainer, name: str) -> None:
 
 #: Options passed on only where given (the others always, at their flag's default).
 IF_GIVEN = ("metrics", "storage_options", "as_of", "threads", "ci", "resamples", "seed", "window",
-            "labels", "reference", "calibration")
+            "labels", "reference", "calibration", "define")
 
 
 def _at_door(option: Option, statement: bool) -> bool:
@@ -548,6 +552,7 @@ def run_history(args: argparse.Namespace) -> int:
 
 
 def run_metrics(args: argparse.Namespace) -> int:
+    declare_for(None, _pairs("--define", args.define) if args.define else None)
     sys.stdout.write(metrics_text())
     return 0
 
@@ -564,11 +569,27 @@ def metrics_text(width: int = METRICS_WIDTH) -> str:
     for m in METRICS.values():
         wrap = textwrap.TextWrapper(width - len(indent), break_on_hyphens=False).wrap
         params = f"; parameters: {', '.join(m.params)}" if m.params else ""
-        lines = [*wrap(m.summary),
+        lines = [*wrap(m.summary), *wrap(declaration(m)),
                  *wrap(f"tasks: {', '.join(_tasks(m))}; averages: {averages_text(m)}{params}")]
         blocks.append("\n".join(f"{(m.name if i == 0 else ''):<{len(indent)}}{line}"
                                 for i, line in enumerate(lines)))
     return "\n".join(blocks) + "\n"
+
+
+def declaration(metric: Metric, quote: str = "") -> str:
+    """How a declared metric is defined: its expression (within ``quote``) and the file it
+    came from; "" for a built-in one.
+
+    >>> declaration(METRICS["f1"])
+    ''
+    """
+    if DECLARED not in metric.families.values():
+        return ""
+    from mleval_sql.declared import DECLARED as declared
+
+    found = declared[metric.name]
+    return f"declared: {quote}{found.text}{quote}" + (f" (from {found.origin})"
+                                                      if found.origin else "")
 
 
 def _tasks(metric: Metric) -> list[str]:

@@ -63,7 +63,7 @@ def compare(
     ('asia', 'bird', 0.1931, 0.0003)
     """
     request = Request.build("compare", metrics=metrics, model=model, baseline=baseline,
-                            against=against, average=average, **options)
+                            against=against, average=average, _source=source, **options)
     return compared(request, source)
 
 

@@ -18,11 +18,14 @@ False
 from __future__ import annotations
 
 import difflib
+import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import reduce
+from pathlib import Path
+from typing import Any
 
 import polars as pl
 import sqlglot
@@ -32,9 +35,10 @@ from sqlglot.tokens import TokenType
 from mleval_sql.errors import InputError
 from mleval_sql.params import RESULT_COLUMNS
 from mleval_sql.registry import DECLARED as FAMILY
-from mleval_sql.registry import LOWER_IS_BETTER, METRICS, Metric
+from mleval_sql.registry import LOWER_IS_BETTER, METRICS, SHARED_FILE, SHARED_METRICS, Metric
+from mleval_sql.sources import beside
 
-__all__ = ["Declared", "define", "defined", "defining", "undefine"]
+__all__ = ["Declared", "declare", "define", "defined", "defining", "load", "shared", "undefine"]
 
 #: The statistics an expression reads, per (segment, label) and pooled for micro: weights
 #: summed at the threshold, and the parameters of the request.
@@ -74,6 +78,7 @@ class Declared:
     tasks: tuple[str, ...]
     higher_is_better: bool
     doc: str
+    origin: str = ""  # the file it was read from ("": code, define=, --define, a job's [define])
 
     @property
     def names(self) -> frozenset[str]:
@@ -98,6 +103,13 @@ def define(name: str, expression: str, *, tasks: Sequence[str] = TASKS,
     ['fp', 'n', 'threshold', 'tp']
     >>> undefine("net_benefit")
     """
+    return _register(_declared(name, expression, tasks=tasks,
+                               higher_is_better=higher_is_better, doc=doc))
+
+
+def _declared(name: str, expression: str, *, tasks: Sequence[str] = TASKS,
+              higher_is_better: bool = True, doc: str = "") -> Declared:
+    """The checked declaration, not yet in the registry (:func:`define` without its effect)."""
     if not isinstance(name, str) or not re.fullmatch(r"[a-z_][a-z0-9_]*", name):
         raise InputError(f"declared metric {name!r}: a name is lower-case letters, digits and _, "
                          "starting with a letter or _")
@@ -113,8 +125,13 @@ def define(name: str, expression: str, *, tasks: Sequence[str] = TASKS,
                          f"served: a declared metric reads decision counts at the threshold, "
                          f"for {list(TASKS)}")
     tree = parse(name, expression)
-    metric = Declared(name, expression, tree, tuple(dict.fromkeys(tasks)),
-                      bool(higher_is_better), doc)
+    return Declared(name, expression, tree, tuple(dict.fromkeys(tasks)), bool(higher_is_better),
+                    doc)
+
+
+def _register(metric: Declared) -> Declared:
+    """Put ``metric`` in the registry (in place of a declaration of its name)."""
+    name, expression, tree, doc = metric.name, metric.text, metric.tree, metric.doc
     DECLARED[name] = metric
     METRICS[name] = Metric(
         name, doc or f"declared: {expression}", dict.fromkeys(metric.tasks, FAMILY),
@@ -146,6 +163,145 @@ def defining(name: str, expression: str, **options: object) -> Iterator[Declared
 def defined() -> dict[str, Declared]:
     """The declared metrics, by name, in the order declared."""
     return dict(DECLARED)
+
+
+# -- where declarations are read ------------------------------------------------------------
+
+#: The keys of a declared metric's table, with the types they take: a team's metrics.toml
+#: (``[metrics.NAME]``), a job's ``[define.NAME]``, ``define={NAME: {...}}``, and the inline
+#: table of ``--define 'NAME={expr = "...", higher_is_better = false}'``.
+KEYS: dict[str, tuple[type, ...]] = {"expr": (str,), "higher_is_better": (bool,),
+                                     "tasks": (list, str), "doc": (str,)}
+#: The files read so far, by (path, modification time, size): their metrics, checked.
+_READ: dict[tuple[str, int, int], tuple[Declared, ...]] = {}
+
+
+def declare(entries: Mapping[str, Any], where: str = "define") -> tuple[Declared, ...]:
+    """Declare each of ``entries`` for the process (``define=`` of a request, ``--define``, a
+    job's ``[define]``): a name and its expression, or a table of :data:`KEYS`; a text that
+    starts with ``{`` is a TOML inline table (the command line's). Every entry is checked
+    before any is declared; an ``InputError`` starts with ``where``.
+
+    >>> [m.name for m in declare({"cost": '{expr = "(5*fn + fp) / n", higher_is_better = false}'})]
+    ['cost']
+    >>> undefine("cost")
+    """
+    if not isinstance(entries, Mapping):
+        raise InputError(f"{where}: expected metric names, each with an expression or a table "
+                         f"with expr, got {entries!r}")
+    metrics = [_entry(name, _inline(name, value, where) if isinstance(value, str)
+                      and value.lstrip().startswith("{") else value, where)
+               for name, value in entries.items()]
+    return tuple(_register(m) for m in metrics)
+
+
+def load(path: str | os.PathLike[str]) -> tuple[Declared, ...]:
+    """Declare the metrics of a team's TOML file: ``[metrics.NAME]`` tables of :data:`KEYS`
+    (``expr`` required), or ``NAME = "expression"`` under ``[metrics]``. A metric declared in
+    code (``me.define``, ``define=``, ``--define``, a job's ``[define]``) keeps that
+    declaration: the nearest one wins. An ``InputError`` names the file and the metric.
+
+    >>> load("no/such/metrics.toml")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    mleval_sql.errors.InputError: cannot read the metrics file 'no/such/metrics.toml': ...
+    """
+    try:
+        stat = os.stat(path)
+    except OSError as error:
+        raise InputError(f"cannot read the metrics file {os.fspath(path)!r}: "
+                         f"{error.strerror or error}") from None
+    key = (os.path.realpath(path), stat.st_mtime_ns, stat.st_size)
+    if key not in _READ:  # a file is parsed again only once it changed
+        _READ[key] = _read(Path(path))
+    return tuple(_register(m) for m in _READ[key]
+                 if m.name not in DECLARED or DECLARED[m.name].origin)
+
+
+def shared(source: Any = None) -> tuple[Declared, ...]:
+    """Declare the team's shared metrics: those of the file the environment variable
+    ``MLEVAL_METRICS`` names, then of ``metrics.toml`` in each local folder ``source`` names
+    (a lake's own, which wins over the team's).
+
+    >>> shared("fixtures/lake")  # no MLEVAL_METRICS here, and no metrics.toml in the lake
+    ()
+    """
+    named = os.environ.get(SHARED_METRICS)
+    found: list[Declared] = []
+    if named:
+        try:
+            found += load(named)
+        except InputError as error:
+            raise InputError(f"{SHARED_METRICS}: {error}") from None
+    for path in beside(source, SHARED_FILE):
+        found += load(path)
+    return tuple(found)
+
+
+def _read(path: Path) -> tuple[Declared, ...]:
+    """The checked metrics of the TOML file ``path``, not yet declared."""
+    from mleval_sql.reporting.job import toml
+
+    tomllib = toml()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise InputError(f"cannot read the metrics file {os.fspath(path)!r}: "
+                         f"{error.strerror or error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise InputError(f"{path}: not valid TOML: {error}") from None
+    unknown = [k for k in data if k != "metrics"]
+    if unknown:
+        raise InputError(f"{path}: unknown key {unknown[0]!r}; the file holds [metrics.NAME] "
+                         "tables (expr, higher_is_better, tasks, doc)")
+    tables = data.get("metrics", {})
+    if not isinstance(tables, dict):
+        raise InputError(f"{path}: metrics: expected [metrics.NAME] tables, got {tables!r}")
+    return tuple(replace(_entry(name, value, str(path)), origin=os.fspath(path))
+                 for name, value in tables.items())
+
+
+def _inline(name: str, text: str, where: str) -> Any:
+    """The TOML inline table ``text`` (``{expr = "...", higher_is_better = false}``)."""
+    from mleval_sql.reporting.job import toml
+
+    tomllib = toml()
+    try:
+        return tomllib.loads(f"value = {text}")["value"]
+    except tomllib.TOMLDecodeError as error:
+        raise InputError(f"{where}: declared metric {name!r}: not a TOML inline table "
+                         f"({error}): {text}") from None
+
+
+def _entry(name: str, value: Any, where: str) -> Declared:
+    """The checked declaration of ``name`` from an expression or a table of :data:`KEYS`."""
+    def refuse(why: str) -> InputError:
+        return InputError(f"{where}: declared metric {name!r}: {why}")
+
+    table = {"expr": value} if isinstance(value, str) else value
+    if not isinstance(table, Mapping):
+        raise refuse(f"expected an expression or a table with expr, got {value!r}")
+    for key in table:
+        if key not in KEYS:
+            close = difflib.get_close_matches(str(key), KEYS, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise refuse(f"unknown key {key!r}{hint} (keys: {', '.join(KEYS)})")
+    if "expr" not in table:
+        raise refuse("missing expr, the expression")
+    for key, kinds in KEYS.items():
+        given = table.get(key)
+        if key in table and not isinstance(given, kinds):
+            wanted = {"expr": "a text", "higher_is_better": "true or false",
+                      "tasks": "a list of tasks", "doc": "a text"}[key]
+            raise refuse(f"{key} must be {wanted}, got {given!r}")
+    tasks = table.get("tasks", TASKS)
+    if not isinstance(tasks, str) and not all(isinstance(t, str) for t in tasks):
+        raise refuse(f"tasks must be a list of tasks, got {tasks!r}")
+    try:
+        return _declared(name, table["expr"], tasks=tasks,
+                         higher_is_better=table.get("higher_is_better", True),
+                         doc=table.get("doc", ""))
+    except InputError as error:
+        raise InputError(f"{where}: {error}") from None
 
 
 # -- checking -------------------------------------------------------------------------------

@@ -178,6 +178,9 @@ ESTIMATED = Family("estimated", "estimated_metrics",
 #: Metrics declared as one expression over the decision counts at the threshold
 #: (mleval_sql/declared.py): no metric of its own until one is declared.
 DECLARED = Family("declared", "declared_metrics", _THRESHOLD_COUNTS, LABEL_AVERAGES)
+#: Where a team keeps its declared metrics: the file this environment variable names, and a
+#: file of this name in a lake's folder (mleval_sql/declared.py reads them).
+SHARED_METRICS, SHARED_FILE = "MLEVAL_METRICS", "metrics.toml"
 FAMILIES = (DECISIONS, MULTICLASS, SAMPLES, TOP_K, RANKING, OPERATING, SWEEP, OVO,
             LABEL_RANKING, PROBABILITY, PROBABILITY_MULTICLASS, CALIBRATION, REGRESSION,
             CLUSTERING, CONTINGENCY, ESTIMATED, DECLARED)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import math
+import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -42,6 +43,8 @@ from mleval_sql.registry import (
     METRICS,
     RANKING,
     SAMPLES,
+    SHARED_FILE,
+    SHARED_METRICS,
     STEPS,
     SWEEP,
     Family,
@@ -49,6 +52,7 @@ from mleval_sql.registry import (
     metrics_of,
 )
 from mleval_sql.schema import TASKS, Columns, InputError, Task
+from mleval_sql.sources import beside
 from mleval_sql.windows import Period, Window
 
 Action = Literal["evaluate", "curve", "check", "compare", "slices", "drift"]
@@ -132,6 +136,12 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("metrics", "metric names (default: accuracy, precision, recall, f1; regression: "
            "mse, rmse, mae, r2; clustering: adjusted_rand, adjusted_mutual_info, homogeneity, "
            "completeness, v_measure)", _EVALUATE, arity="list", metavar="NAME"),
+    Option("define", "metrics you declare for the request, NAME=EXPR: an expression over tp, "
+           "fp, fn, tn, support, n, threshold and beta (e.g. cost=(5*fn+fp)/n), or a TOML "
+           "inline table of a metrics.toml's keys, e.g. cost={expr = \"(5*fn+fp)/n\", "
+           "higher_is_better = false, tasks = [\"binary\"], doc = \"...\"}; declared for "
+           "the process, as me.define (after MLEVAL_METRICS's file and a lake's metrics.toml, "
+           "which it overrides)", _EVALUATE, arity="pairs", metavar="NAME=EXPR"),
     Option("by", "segment columns (slices: found within each segment)", arity="list",
            metavar="COL", default=()),
     Option("window", "time windows, a segmentation before by: a date or timestamp column "
@@ -260,6 +270,7 @@ class Request:
 
     action: Action
     metrics: tuple[str, ...] | None = None  # None: the task's defaults
+    define: Mapping[str, Any] = field(default_factory=dict)  # declared: mleval_sql/declared.py
     task: Task | None = None
     average: tuple[str, ...] | None = None  # None: the task's default
     params: Mapping[str, Any] = field(default_factory=checked)
@@ -301,11 +312,13 @@ class Request:
     calibration: str | None = None  # None: isotonic with a reference, none without
 
     @classmethod
-    def build(cls, action: Action, *, _statement: bool = False, **given: Any) -> Request:
+    def build(cls, action: Action, *, _statement: bool = False, _source: Any = None,
+              **given: Any) -> Request:
         """The request of ``action`` with the options ``given`` (names of :data:`OPTIONS` and
         :data:`~mleval_sql.params.PARAMS`); an option at its default is not given. Raises
         ``InputError`` naming the first option that is unknown, bad, or in conflict with
-        another.
+        another. ``_source``: the input, whose folder may hold the lake's ``metrics.toml``
+        (:func:`declare_for`).
 
         >>> Request.build("curve", kind="roc", beta=2.0)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
@@ -326,6 +339,10 @@ class Request:
                                  "give one or the other")
             given["columns"] = {**columns, "weight": None}
         values: dict[str, Any] = {"action": action}
+        if action in _EVALUATE:  # before the metrics are checked: they may name them
+            declare_for(_source, given.get("define"))
+            if "define" in given:
+                values["define"] = dict(given.pop("define"))
         for name, value in given.items():
             if name in OPTIONS:
                 values[name] = _CHECKS.get(name, _as_is)(value)
@@ -492,6 +509,27 @@ class Request:
                 "threads": self.threads, "reproducible": self.reproducible,
                 "connection": self.connection,
                 "storage_options": self.storage_options, "as_of": self.as_of}
+
+
+def declare_for(source: Any, define: Mapping[str, Any] | None = None) -> None:
+    """Declare the metrics a request over ``source`` may name: the team's (the file
+    ``MLEVAL_METRICS`` names), the lake's (``metrics.toml`` in a folder ``source`` names), then
+    ``define`` (:func:`mleval_sql.declared.declare`), each over the one before. Where there is
+    none, sqlglot is not even imported (an evaluation needs none).
+
+    >>> declare_for("fixtures/lake", {"cost": "(5 * fn + fp) / n"})
+    >>> METRICS["cost"].summary
+    'declared: (5 * fn + fp) / n'
+    >>> import mleval_sql as me; me.undefine("cost")
+    """
+    if define is None and not os.environ.get(SHARED_METRICS) and not beside(source,
+                                                                           SHARED_FILE):
+        return
+    from mleval_sql import declared
+
+    declared.shared(source)
+    if define is not None:
+        declared.declare(define)
 
 
 def _check_taken(action: Action, name: str, kind: str | None) -> None:

@@ -138,7 +138,7 @@ def slices(
     """
     request = Request.build("slices", over=[over] if isinstance(over, str) else over,
                             max_level=max_level, min_support=min_support, top=top, alpha=alpha,
-                            quantiles=quantiles, fdr=fdr, **options)
+                            quantiles=quantiles, fdr=fdr, _source=source, **options)
     return sliced(request, source, metric)
 
 

@@ -204,6 +204,20 @@ def as_source(data: Any, *, storage_options: StorageOptions | None = None,
                      "or CSV paths, an Arrow table or dataset, a polars, pandas or DuckDB table")
 
 
+def beside(source: Any, name: str) -> list[Path]:
+    """The files called ``name`` in each local folder ``source`` names (a path or a list of
+    paths): a lake's own files, such as its ``metrics.toml``.
+
+    >>> beside("fixtures/lake", "metrics.toml"), beside(["fixtures"], "README.md")
+    ([], [PosixPath('fixtures/README.md')])
+    """
+    paths = [source] if isinstance(source, (str, os.PathLike)) else source \
+        if isinstance(source, (list, tuple)) else ()
+    found = [Path(p) / name for p in paths
+             if isinstance(p, (str, os.PathLike)) and "://" not in os.fspath(p)]
+    return list(dict.fromkeys(p for p in found if p.is_file()))
+
+
 #: File types read from paths (a folder is read as a hive-partitioned parquet lake)
 FILE_TYPES = {".parquet": "parquet", ".csv": "csv"}
 

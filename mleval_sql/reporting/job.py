@@ -23,7 +23,14 @@ from mleval_sql import windows
 from mleval_sql.engines import ENGINES, local_engines
 from mleval_sql.params import CURVE_PARAMS, PARAMS, RESULT_COLUMNS
 from mleval_sql.registry import AVERAGES, METRICS
-from mleval_sql.request import CALIBRATIONS, DRIFT_STATISTICS, ESTIMATED_METRICS, OPTIONS, Request
+from mleval_sql.request import (
+    CALIBRATIONS,
+    DRIFT_STATISTICS,
+    ESTIMATED_METRICS,
+    OPTIONS,
+    Request,
+    declare_for,
+)
 from mleval_sql.schema import InputError
 from mleval_sql.windows import Window
 
@@ -191,6 +198,7 @@ class Job:
     sources: list[Source]
     metrics: list[str]
     segmentations: list[Segmentation]
+    define: dict[str, Any] = field(default_factory=dict)  # [define.NAME]: metrics declared
     title: str = "Evaluation report"
     task: str | None = None
     engine: str = local_engines()[0]
@@ -263,9 +271,11 @@ class Job:
                    "reproducible": self.reproducible, "storage_options": source.storage_options,
                    "as_of": source.as_of, "window": self.window,
                    "unlabelled": self.unlabelled, "labels": self.labels,
-                   **(self.options if action in ("evaluate", "compare", "slices") else {}),
+                   **({**self.options, "define": self.define or None}
+                      if action in ("evaluate", "compare", "slices") else {}),
                    **(self.estimation.options() if estimated and self.estimation else {})}
-        return Request.build(action, **{**options, **more})
+        # the source's folder may hold the lake's metrics.toml: its definitions are this source's
+        return Request.build(action, _source=list(source.paths), **{**options, **more})
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Job:
@@ -304,6 +314,13 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
     models = [s.model for s in sources if s.model is not None]
     if len(set(models)) < len(models):
         raise JobError(f"sources: two sources name the same model {_dupe(models)!r}")
+    # [define.NAME] (expr, higher_is_better, tasks, doc): declared before the metrics are
+    # checked, over MLEVAL_METRICS's and the sources' metrics.toml (a name of those is replaced)
+    define = top.get("define", dict, default={})
+    try:
+        declare_for([p for s in sources for p in s.paths], define or None)
+    except InputError as error:
+        raise JobError(str(error)) from None
     metrics = top.get("metrics", list, required=True)
     for i, name in enumerate(metrics):
         try:
@@ -448,7 +465,7 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
         raise JobError(f"slices.metric: {slices.metric} is sliced with the scores read as "
                        "probabilities; [estimation]'s calibration map applies to the tables "
                        "only (slice a realised metric, or drop [estimation])")
-    job = Job(sources=sources, metrics=metrics, segmentations=segmentations,
+    job = Job(sources=sources, metrics=metrics, segmentations=segmentations, define=define,
               title=top.get("title", str, default="Evaluation report"), task=checked.task,
               engine=engine, memory_limit=checked.memory_limit, threads=given["threads"],
               average=list(dict.fromkeys(average)), options=options, curves=kinds,

@@ -34,6 +34,7 @@ from mleval_sql.engines import memory_bytes
 from mleval_sql.history import ADDED, History
 from mleval_sql.history import read as read_history
 from mleval_sql.labels import COVERAGE, joined_once, outcome_map, start_text, window_inputs
+from mleval_sql.registry import DECLARED, METRICS
 from mleval_sql.reporting.job import Baseline, Job, JobError
 from mleval_sql.sources import Source, as_source
 from mleval_sql.windows import (
@@ -277,6 +278,11 @@ def request_hash(job: Job) -> str:
             "sources": [[list(s.paths), s.model, s.model_column, dict(s.columns)]
                         for s in job.sources],
             "labels": job.labels, "unlabelled": job.unlabelled}
+    mine = [m for m in job.metrics if DECLARED in METRICS[m].families.values()]
+    if mine:  # a declared metric's expression, wherever it was declared (a lake's file...)
+        from mleval_sql.declared import DECLARED as declared
+
+        said["declared"] = {m: [declared[m].text, list(declared[m].tasks)] for m in mine}
     if job.estimation is not None:  # the estimates' reference and map (its files' sizes, times)
         said["estimation"] = job.estimation.said()
     return hashlib.sha256(json.dumps(said, sort_keys=True, default=str).encode()).hexdigest()
