@@ -1,5 +1,6 @@
-"""Metrics you declare: one SQL expression over the decision counts at the threshold and the
-parameters, a registry entry like a built-in one (DESIGN.md, section 3).
+"""Metrics you declare: one SQL expression over the decision counts at the threshold (or at
+each threshold of a sweep) and the parameters, or over the regression sums, a registry entry
+like a built-in one (DESIGN.md, section 3).
 
 :func:`define` parses the expression once with sqlglot, checks every node of the tree against
 the names and functions allowed here, and keeps the tree. The engines never see the user's
@@ -35,6 +36,7 @@ from sqlglot.tokens import TokenType
 from mleval_sql.errors import InputError
 from mleval_sql.params import RESULT_COLUMNS
 from mleval_sql.registry import DECLARED as FAMILY
+from mleval_sql.registry import DECLARED_REGRESSION as REGRESSION_FAMILY
 from mleval_sql.registry import LOWER_IS_BETTER, METRICS, SHARED_FILE, SHARED_METRICS, Metric
 from mleval_sql.sources import beside
 
@@ -47,9 +49,23 @@ STATISTICS = {
     "tn": "true negatives", "support": "tp + fn", "n": "tp + fp + fn + tn",
 }
 PARAMETERS = ("threshold", "beta")
-NAMES = (*STATISTICS, *PARAMETERS)
+#: The regression sums per (segment, output), each weighted (error = prediction - truth), read
+#: off regression_sums (queries/regression_sums.sql); ``n`` is the weight there too.
+REGRESSION_STATISTICS = {
+    "n": "the sum of weights", "error": "sum of weight * (prediction - truth)",
+    "absolute_error": "sum of weight * |prediction - truth|",
+    "squared_error": "sum of weight * (prediction - truth)^2",
+    "percentage_error": "sum of weight * |prediction - truth| / max(|truth|, eps)",
+    "truth": "sum of weight * truth", "truth_squared": "sum of weight * truth^2",
+    "squared_deviation": "sum of weight * (truth - mean truth)^2 (R²'s total sum of squares)",
+}
+NAMES = tuple(dict.fromkeys((*STATISTICS, *PARAMETERS, *REGRESSION_STATISTICS)))
 #: The tasks whose decision counts are taken at a threshold (multiclass decides by argmax).
-TASKS = ("binary", "multilabel")
+DECISION_TASKS = ("binary", "multilabel")
+TASKS = (*DECISION_TASKS, "regression")
+#: The names each kind of task reads alone: a metric reads one kind's (``n`` is both's).
+_ONLY = {"decisions": frozenset(NAMES) - frozenset(REGRESSION_STATISTICS),
+         "regression": frozenset(REGRESSION_STATISTICS) - frozenset(STATISTICS)}
 #: The functions allowed, by the name a user writes.
 FUNCTIONS = {"ln": exp.Ln, "exp": exp.Exp, "sqrt": exp.Sqrt, "pow": exp.Pow, "power": exp.Pow,
              "least": exp.Least, "greatest": exp.Greatest, "abs": exp.Abs,
@@ -85,18 +101,31 @@ class Declared:
         """The statistics and parameters the expression reads."""
         return frozenset(c.name.lower() for c in self.tree.find_all(exp.Column))
 
+    @property
+    def regression(self) -> bool:
+        """Whether it reads the regression sums (else the decision counts)."""
+        return "regression" in self.tasks
+
+
+def over(step: str) -> list[Declared]:
+    """The declared metrics a step computes: ``declared_regression`` those over the regression
+    sums, ``declared_metrics`` and ``declared_sweep`` those over the decision counts."""
+    return [m for m in DECLARED.values() if m.regression == (step == REGRESSION_FAMILY.final)]
+
 
 #: Every declared metric of the process, by name (also in ``registry.METRICS``).
 DECLARED: dict[str, Declared] = {}
 
 
-def define(name: str, expression: str, *, tasks: Sequence[str] = TASKS,
+def define(name: str, expression: str, *, tasks: Sequence[str] | None = None,
            higher_is_better: bool = True, doc: str = "") -> Declared:
     """Declare the metric ``name`` as ``expression`` over ``tp, fp, fn, tn, support, n`` (weights
-    at the threshold) and the parameters ``threshold`` and ``beta``, for the process: then
-    ``me.evaluate(rows, [name])`` gives it with segments, windows and averages (micro: the
-    expression over the labels' summed counts). Declaring a declared name again replaces it.
-    Raises ``InputError`` naming the metric and the culprit, before any data is read.
+    at the threshold) and the parameters ``threshold`` and ``beta``, or over the regression sums
+    (:data:`REGRESSION_STATISTICS`), for the process: then ``me.evaluate(rows, [name])`` gives it
+    with segments, windows and averages (micro: the expression over the labels' summed
+    statistics). ``tasks``: by default those its names serve (binary and multilabel, or
+    regression). Declaring a declared name again replaces it. Raises ``InputError`` naming the
+    metric and the culprit, before any data is read.
 
     >>> m = define("net_benefit", "tp / n - fp / n * threshold / (1 - threshold)")
     >>> sorted(m.names)
@@ -107,7 +136,7 @@ def define(name: str, expression: str, *, tasks: Sequence[str] = TASKS,
                                higher_is_better=higher_is_better, doc=doc))
 
 
-def _declared(name: str, expression: str, *, tasks: Sequence[str] = TASKS,
+def _declared(name: str, expression: str, *, tasks: Sequence[str] | None = None,
               higher_is_better: bool = True, doc: str = "") -> Declared:
     """The checked declaration, not yet in the registry (:func:`define` without its effect)."""
     if not isinstance(name, str) or not re.fullmatch(r"[a-z_][a-z0-9_]*", name):
@@ -117,14 +146,30 @@ def _declared(name: str, expression: str, *, tasks: Sequence[str] = TASKS,
         what = "a built-in metric" if name in METRICS else "a result column or statistic"
         raise InputError(f"declared metric {name!r}: the name is taken by {what}; choose "
                          "another")
+    tree = parse(name, expression)
+    names = {c.name.lower() for c in tree.find_all(exp.Column)}
+    read = {kind: sorted(names & only) for kind, only in _ONLY.items()}
+    if read["decisions"] and read["regression"]:
+        raise InputError(f"declared metric {name!r}: reads a decision count or parameter "
+                         f"({read['decisions'][0]}) and a regression sum "
+                         f"({read['regression'][0]}); one expression reads one task's "
+                         "statistics")
+    served = ("regression",) if read["regression"] else DECISION_TASKS
+    if tasks is None:
+        tasks = served
     if isinstance(tasks, str):
         tasks = [tasks]
-    wrong = [t for t in tasks if t not in TASKS]
+    wrong = [t for t in tasks if t not in served]
     if wrong or not tasks:
-        raise InputError(f"declared metric {name!r}: task {wrong[0] if wrong else None!r} is not "
-                         f"served: a declared metric reads decision counts at the threshold, "
-                         f"for {list(TASKS)}")
-    tree = parse(name, expression)
+        task = wrong[0] if wrong else None
+        if task in TASKS and read["regression"]:
+            why = f"a regression sum ({read['regression'][0]}) in a {task} metric"
+        elif task == "regression" and read["decisions"]:
+            why = f"a decision count ({read['decisions'][0]}) in a regression metric"
+        else:
+            why = (f"a declared metric reads decision counts at the threshold, for "
+                   f"{list(DECISION_TASKS)}, or regression sums, for ['regression']")
+        raise InputError(f"declared metric {name!r}: task {task!r} is not served: {why}")
     return Declared(name, expression, tree, tuple(dict.fromkeys(tasks)), bool(higher_is_better),
                     doc)
 
@@ -134,7 +179,8 @@ def _register(metric: Declared) -> Declared:
     name, expression, tree, doc = metric.name, metric.text, metric.tree, metric.doc
     DECLARED[name] = metric
     METRICS[name] = Metric(
-        name, doc or f"declared: {expression}", dict.fromkeys(metric.tasks, FAMILY),
+        name, doc or f"declared: {expression}",
+        dict.fromkeys(metric.tasks, REGRESSION_FAMILY if metric.regression else FAMILY),
         params=tuple(p for p in ("beta",) if p in metric.names),
         undefined=_undefined(tree))
     (LOWER_IS_BETTER.discard if metric.higher_is_better else LOWER_IS_BETTER.add)(name)
@@ -293,8 +339,9 @@ def _entry(name: str, value: Any, where: str) -> Declared:
             wanted = {"expr": "a text", "higher_is_better": "true or false",
                       "tasks": "a list of tasks", "doc": "a text"}[key]
             raise refuse(f"{key} must be {wanted}, got {given!r}")
-    tasks = table.get("tasks", TASKS)
-    if not isinstance(tasks, str) and not all(isinstance(t, str) for t in tasks):
+    tasks = table.get("tasks")
+    if tasks is not None and not isinstance(tasks, str) and not all(
+            isinstance(t, str) for t in tasks):
         raise refuse(f"tasks must be a list of tasks, got {tasks!r}")
     try:
         return _declared(name, table["expr"], tasks=tasks,
@@ -517,6 +564,22 @@ def to_polars(tree: exp.Expression) -> pl.Expr:
     return pl.when(value.is_nan()).then(None).otherwise(value)
 
 
+def polars_rows(statistics: pl.LazyFrame, step: str,
+                names: Sequence[str] | None = None) -> pl.LazyFrame:
+    """The rows of the polars ``step`` (declared_metrics, declared_sweep, declared_regression)
+    from its ``statistics`` (segment, average, label, support and the names its metrics read):
+    one per metric declared over them (:func:`over`; ``names``: these only) and row, as the
+    SQL step gives; no metric: no rows, with their columns and types."""
+    rows = [statistics.select("segment", metric=pl.lit(m.name), average="average",
+                              label="label", value=to_polars(m.tree), support="support")
+            for m in over(step) if names is None or m.name in names]
+    if not rows:
+        return statistics.filter(pl.lit(False)).select(
+            "segment", metric=pl.lit(None, dtype=pl.String), average="average", label="label",
+            value=pl.lit(None, dtype=pl.Float64), support="support")
+    return pl.concat(rows)
+
+
 def _polars(node: exp.Expression) -> pl.Expr:
     sub: Callable[[exp.Expression], pl.Expr] = _polars
     if isinstance(node, exp.Paren):
@@ -591,13 +654,14 @@ _BINARY: dict[type, Callable[[pl.Expr, pl.Expr], pl.Expr]] = {
 
 # -- the SQL step ---------------------------------------------------------------------------
 
-def statement(template: str, names: Sequence[str] | None = None) -> str:
-    """``queries/declared_metrics.sql`` (``template``) with its last SELECT, which gives no
-    rows, replaced by one SELECT per declared metric (``names``: these only) over its
+def statement(step: str, template: str, names: Sequence[str] | None = None) -> str:
+    """``queries/<step>.sql`` (``template``: declared_metrics, declared_sweep or
+    declared_regression) with its last SELECT, which gives no rows, replaced by one SELECT per
+    metric declared over its statistics (:func:`over`; ``names``: these only) over its
     ``statistics`` CTE, each value the metric's :func:`to_sql` tree: the tree is sqlglot's
     to render, never the user's text. The header's comments stay as written.
     """
-    chosen = [DECLARED[n] for n in (DECLARED if names is None else names)]
+    chosen = [m for m in over(step) if names is None or m.name in names]
     if not chosen:
         return template
     header = []

@@ -519,7 +519,8 @@ def expand_segment(tree: exp.Expression, keys: Sequence[str]) -> exp.Expression:
     (``a.segment IS NOT DISTINCT FROM b.segment`` compares every key).
 
     ``struct_pack(segment := segment, x := x) AS segment`` (a step that makes (segment, x) the
-    new segment) gives ``keys`` plus ``segment_x``."""
+    new segment) gives ``keys`` plus ``segment_x``, and a later step's ``segment.x`` reads
+    ``segment_x``."""
     keys = list(keys)
     plain = keys == [SEGMENT]
 
@@ -554,6 +555,8 @@ def expand_segment(tree: exp.Expression, keys: Sequence[str]) -> exp.Expression:
             node.set("expressions", [q for p in node.expressions for q in projection(p)])
         if plain:
             return node
+        if isinstance(node, exp.Column) and node.table == SEGMENT:  # a field packed in it
+            return exp.column(f"{SEGMENT}_{node.name}")
         if isinstance(node, exp.Group):
             node.set("expressions", [c for e in node.expressions
                                      for c in (columns(e) if is_segment(e) else [e])])

@@ -61,12 +61,13 @@ def load(name: str) -> str:
     """The query of ``queries/<name>.sql``, self-contained: the file's text, each call of a
     macro of the files its header names (:func:`uses`) replaced by the macro's expression
     (:func:`expand_macros`, rendered by sqlglot); the rest of the text, comments included,
-    as written. ``declared_metrics`` gets the metrics declared now (mleval_sql/declared.py),
-    so it is not cached: me.define may change them between two runs."""
-    if name == "declared_metrics":
+    as written. ``declared_metrics``, ``declared_sweep`` and ``declared_regression`` get the
+    metrics declared now (mleval_sql/declared.py), so they are not cached: me.define may change
+    them between two runs."""
+    if name in ("declared_metrics", "declared_sweep", "declared_regression"):
         from mleval_sql import declared  # it reads the registry, which this module serves
 
-        return declared.statement(_load(name))
+        return declared.statement(name, _load(name))
     return _load(name)
 
 

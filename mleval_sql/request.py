@@ -38,6 +38,7 @@ from mleval_sql.registry import (
     CURVES,
     DECISIONS,
     DECLARED,
+    DECLARED_SWEEP,
     ESTIMATED,
     FUSED,
     METRICS,
@@ -47,6 +48,7 @@ from mleval_sql.registry import (
     SHARED_METRICS,
     STEPS,
     SWEEP,
+    SWEPT,
     Family,
     default_averages,
     metrics_of,
@@ -462,7 +464,7 @@ class Request:
                                      f"{task!r}; its averages are {list(supported)}")
                 family = _sweep_family(metric.family(task, average), name, task, sweep)
                 plan.add(family, name, None if average == "none" else average)
-        if listed and SWEEP.name not in plan.families:
+        if listed and not plan.sweep:
             raise InputError(f"{', '.join(self.metric_names(task))} cannot be swept over "
                              f"thresholds for task {task!r}; sweeps cover the label-wise "
                              "decision metrics of binary and multilabel tasks")
@@ -823,16 +825,15 @@ _CHECKS: dict[str, Any] = {
 
 
 def _sweep_family(family: Family, metric: str, task: Task, sweep: bool) -> Family:
-    """With a threshold sweep, decision metrics come from the sweep's counts."""
-    if sweep and family is DECLARED:  # its step reads one threshold, not each of a sweep's
-        raise InputError(f"{metric}: a declared metric is not swept over thresholds yet; "
-                         "evaluate it at each threshold (threshold=)")
-    if not sweep or family not in (DECISIONS, SAMPLES):
+    """With a threshold sweep, decision metrics (built-in or declared) come from the sweep's
+    counts."""
+    swept = {DECISIONS.name: SWEEP, DECLARED.name: DECLARED_SWEEP}
+    if not sweep or family not in (DECISIONS, SAMPLES, DECLARED):
         return family
-    if family is SAMPLES or task not in SWEEP.stats:
+    if family is SAMPLES or task not in swept[family.name].stats:
         raise InputError(f"{metric} cannot be swept over thresholds for task {task!r}; sweeps "
                          "cover the label-wise decision metrics of binary and multilabel tasks")
-    return SWEEP
+    return swept[family.name]
 
 
 @dataclass
@@ -907,7 +908,7 @@ class Plan:
 
     @property
     def sweep(self) -> bool:
-        return SWEEP.name in self.families
+        return any(f.name in self.families for f in SWEPT)
 
     def probabilities(self) -> list[str]:
         """The metrics asked that read scores as probabilities or weights as counts (a
@@ -941,7 +942,7 @@ def tidy(plan: Plan, results: Mapping[str, pl.DataFrame], by: Sequence[str], *,
     for family_name, wanted in plan.keep.items():
         family = plan.families[family_name]
         rows = results[plan.final(family)]
-        if family is SWEEP:  # each (segment, threshold) was one segment
+        if family in SWEPT:  # each (segment, threshold) was one segment
             rows = rows.with_columns(threshold=pl.col("segment").struct.field("threshold"),
                                      segment=pl.col("segment").struct.field("segment"))
         if replicated:  # and each (segment, replicate)

@@ -21,7 +21,7 @@ from sqlglot import exp
 from mleval_sql import clustering, dialects, labels, queries, slicing, windows
 from mleval_sql.engines.sql import canonical, clustering_canonical
 from mleval_sql.params import PARAMS
-from mleval_sql.registry import AVERAGING, FUSED, METRICS, STEPS, SWEEP
+from mleval_sql.registry import AVERAGING, FUSED, METRICS, STEPS, SWEEP, SWEPT
 from mleval_sql.request import OPERATING_THRESHOLD, SWEEP_METRICS, Plan, Request
 from mleval_sql.schema import Columns, InputError, Task, check_columns
 
@@ -707,7 +707,7 @@ class _Builder:
                             else "double")
         values: dict[str, exp.Expression] = {
             "predicted": row("predicted") if "predicted" in has else exp.null(),
-            "threshold": (row(keys[-1]) if family is SWEEP
+            "threshold": (row(keys[-1]) if family in SWEPT
                           else dialects.literal(params["threshold"])
                           if "threshold" in used else typed_null("threshold")),
             OPERATING_THRESHOLD: (row(OPERATING_THRESHOLD) if OPERATING_THRESHOLD in has

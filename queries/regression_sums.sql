@@ -1,7 +1,7 @@
 -- regression_sums: weighted error sums of each output (label) of each segment, for regression:
 -- `score` is the prediction and `truth` the target.
 -- Reads:  predictions(sample, label, score, truth, weight, segment)
--- Gives:  regression_sums(segment, label, weight, mean_truth, sse, sae, sape, sst)
+-- Gives:  regression_sums(segment, label, weight, mean_truth, sse, sae, sape, sst, se)
 --   weight      sum of weight;  mean_truth  weighted mean of truth (NULL when weight is 0)
 --   sse         sum(weight * (score - truth)^2)
 --   sae         sum(weight * |score - truth|)
@@ -13,6 +13,7 @@
 --               the mean itself is taken of the truths shifted by the smallest truth.
 --               Exactly 0 when the truth is constant over the rows of positive weight (so a mean
 --               that rounds off cannot fake a tiny variance); NULL when weight is 0.
+--   se          sum(weight * (score - truth)), the signed error (a declared metric's bias)
 --   With mean_truth and sst kept, tables of two partitions can later be merged (Chan et al.).
 WITH origins AS (
     -- every truth is first shifted by one of its output's own truths (the smallest), so that a
@@ -59,6 +60,7 @@ SELECT
     sum(weight * (error * error)) AS sse,
     sum(weight * abs(error)) AS sae,
     sum(weight * (abs(error) / scale)) AS sape,
-    CASE WHEN constant_truth THEN 0.0 ELSE sum(weight * (deviation * deviation)) END AS sst
+    CASE WHEN constant_truth THEN 0.0 ELSE sum(weight * (deviation * deviation)) END AS sst,
+    sum(weight * error) AS se
 FROM errors
 GROUP BY segment, label, mean_truth, constant_truth

@@ -183,14 +183,165 @@ def test_the_sql_is_rendered_from_the_tree_not_the_text():
 
 
 @pytest.mark.usefixtures("declared")
-def test_a_declared_metric_is_not_swept_yet():
-    with pytest.raises(me.InputError, match="my_f1: a declared metric is not swept"):
-        me.evaluate(make_predictions("binary", seed=1), ["f1", "my_f1"], thresholds=[0.2, 0.5])
+@pytest.mark.parametrize("task", ["binary", "multilabel"])
+@pytest.mark.parametrize("sweep", [{"thresholds": [0.2, 0.5, 0.7]}, {"bins": 4}])
+def test_a_declared_f1_over_a_sweep_is_the_builtin_f1(engine, task, sweep):
+    """One pass over the sweep's counts for both: every threshold, label and average."""
+    frame = make_predictions(task, seed=16)
+    rows = me.evaluate(frame, ["my_f1", "f1"], by="region", average=["none", "micro", "macro"],
+                       engine=engine, **sweep)
+    pairs = _pairs(rows, ["region", "average", "label", "threshold"], "my_f1", "f1")
+    want = sweep.get("thresholds") or [i / sweep["bins"] for i in range(sweep["bins"] + 1)]
+    assert sorted(set(pairs["threshold"])) == want
+    assert pairs["my_f1"].is_null().to_list() == pairs["f1"].is_null().to_list()
+    np.testing.assert_allclose(pairs["my_f1"].drop_nulls().to_numpy(),
+                               pairs["f1"].drop_nulls().to_numpy(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.usefixtures("declared")
+def test_net_benefit_over_a_sweep_reads_each_rows_threshold(engine):
+    """``threshold`` in the expression is the sweep's, row by row (numpy over scikit-learn's
+    confusion matrix at each one); the threshold= of the request plays no part."""
+    thresholds = [0.1, 0.3, 0.5, 0.8]
+    frame = make_predictions("binary", seed=17, n_samples=150)
+    rows = me.evaluate(frame, ["net_benefit", "cost"], by="region", thresholds=thresholds,
+                       threshold=0.9, engine=engine)
+    for (region,), group in frame.group_by("region"):
+        for threshold in thresholds:
+            tp, fp, fn, tn = _weighted_counts(group["truth"].to_numpy(),
+                                              group["score"].to_numpy(),
+                                              group["weight"].to_numpy(), threshold)
+            n = tp + fp + fn + tn
+            want = {"net_benefit": tp / n - fp / n * threshold / (1 - threshold) if n else None,
+                    "cost": (5 * fn + fp) / n * 1000 if n else None}
+            got = rows.filter(pl.col("region") == region, pl.col("threshold") == threshold)
+            for metric, value in want.items():
+                (found,) = got.filter(pl.col("metric") == metric)["value"].to_list()
+                assert found == pytest.approx(value, rel=1e-12), (region, threshold, metric)
+
+
+@pytest.mark.usefixtures("declared")
+def test_a_statement_sweeps_a_declared_metric():
+    """me.sql over a sweep: each row's threshold is its segment's key, as evaluate's rows."""
+    import duckdb
+
+    frame = make_predictions("binary", seed=18, n_samples=60).drop("weight")
+    options = {"task": "binary", "by": "region", "thresholds": [0.25, 0.5, 0.75],
+               "columns": {"label": None}}
+    statement = me.sql(["net_benefit", "my_f1"], table="preds", no_weight=True, **options)
+    con = duckdb.connect()
+    con.register("preds", frame)
+    got = con.sql(statement).pl()
+    want = me.evaluate(frame, ["net_benefit", "my_f1"], **options)
+    keys = ["region", "metric", "threshold"]
+    joined = want.select(*keys, "value").join(got.select(*keys, "value"), on=keys,
+                                              nulls_equal=True)
+    assert joined.height == want.height == got.height
+    np.testing.assert_allclose(joined["value"].fill_null(np.inf).to_numpy(),
+                               joined["value_right"].fill_null(np.inf).to_numpy(), rtol=1e-12)
+
+
+REGRESSION = {"my_rmse": ("sqrt(squared_error / n)", "rmse"),
+              "my_mae": ("absolute_error / n", "mae"),
+              "my_mape": ("percentage_error / n", "mape"),
+              "my_r2": ("1 - squared_error / squared_deviation", "r2")}
+
+
+@pytest.fixture
+def regression() -> Iterator[None]:
+    for name, (expression, _) in REGRESSION.items():
+        me.define(name, expression, higher_is_better=name == "my_r2")
+    me.define("bias", "error / n")
+    me.define("truth_variance", "truth_squared / n - pow(truth / n, 2)")
+    try:
+        yield
+    finally:
+        for name in (*REGRESSION, "bias", "truth_variance"):
+            me.undefine(name)
+
+
+@pytest.mark.usefixtures("regression")
+def test_declared_regression_metrics_are_the_builtins(engine):
+    """Per output and macro, with weights, in every segment (one with a constant truth, where
+    R² is null, one with one sample)."""
+    frame = make_predictions("regression", seed=19)
+    names = [n for pair in REGRESSION.items() for n in (pair[0], pair[1][1])]
+    rows = me.evaluate(frame, names, by="region", average=["none", "macro"], engine=engine)
+    wide = rows.pivot(on="metric", index=["region", "average", "label"], values="value")
+    assert set(wide["region"]) == {"north", "south", "one_class", "single"}
+    for ours, (_, theirs) in REGRESSION.items():
+        assert wide[ours].is_null().to_list() == wide[theirs].is_null().to_list(), ours
+        np.testing.assert_allclose(wide[ours].drop_nulls().to_numpy(),
+                                   wide[theirs].drop_nulls().to_numpy(), rtol=1e-9)
+
+
+@pytest.mark.usefixtures("regression")
+def test_regression_sums_and_micro_equal_numpy(engine):
+    """``error``, ``truth`` and ``truth_squared`` per output; micro: the expression over the
+    outputs' summed sums."""
+    frame = make_predictions("regression", seed=20, complete=True)
+    rows = me.evaluate(frame, ["bias", "truth_variance", "my_rmse"], average=["none", "micro"],
+                       engine=engine)
+    def value(metric: str, label: str | None) -> float:
+        (found,) = rows.filter(pl.col("metric") == metric, pl.col("label").eq_missing(label))[
+            "value"].to_list()
+        return found
+
+    w, y, p = (frame[c].to_numpy() for c in ("weight", "truth", "score"))
+    for label in frame["label"].unique():
+        at = (frame["label"] == label).to_numpy()
+        assert value("bias", label) == pytest.approx(np.average(p[at] - y[at], weights=w[at]))
+        assert value("truth_variance", label) == pytest.approx(
+            np.average(y[at] ** 2, weights=w[at]) - np.average(y[at], weights=w[at]) ** 2)
+    assert value("bias", None) == pytest.approx(np.average(p - y, weights=w), rel=1e-12)
+    assert value("my_rmse", None) == pytest.approx(
+        np.sqrt(np.average((p - y) ** 2, weights=w)), rel=1e-12)
+
+
+def test_a_statement_computes_a_declared_regression_metric():
+    import duckdb
+
+    frame = make_predictions("regression", seed=21, n_samples=30).drop("weight")
+    with me.defining("my_rmse", "sqrt(squared_error / n)"):
+        statement = me.sql(["my_rmse", "rmse"], task="regression", table="preds",
+                           no_weight=True, by="region")
+        con = duckdb.connect()
+        con.register("preds", frame)
+        rows = con.sql(statement).pl()
+    wide = rows.pivot(on="metric", index=["region", "label"], values="value")
+    assert wide.height > 0
+    np.testing.assert_allclose(wide["my_rmse"].to_numpy(), wide["rmse"].to_numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize(("expression", "tasks", "culprit"), [
+    ("squared_error / n", ["binary"],
+     r"'m': task 'binary' is not served: a regression sum \(squared_error\) in a binary metric"),
+    ("tp / n", ["regression"],
+     r"'m': task 'regression' is not served: a decision count \(tp\) in a regression metric"),
+    ("squared_error / tp", None, r"'m': reads a decision count or parameter \(tp\) and a "
+     r"regression sum \(squared_error\)"),
+    ("error * threshold", None, r"'m': reads a decision count or parameter \(threshold\)"),
+])
+def test_a_task_the_expression_cannot_serve_is_refused(expression, tasks, culprit):
+    with pytest.raises(me.InputError, match=culprit):
+        me.define("m", expression, tasks=tasks)
+    assert "m" not in me.defined()
+
+
+def test_the_default_tasks_are_those_the_names_serve():
+    with me.defining("m", "absolute_error / n") as metric:
+        assert metric.tasks == ("regression",) and set(METRICS["m"].families) == {"regression"}
+    with me.defining("m", "fp / n") as metric:
+        assert metric.tasks == ("binary", "multilabel")
+    with me.defining("m", "2") as metric:  # no name: the decision counts' tasks, as before
+        assert metric.tasks == ("binary", "multilabel")
 
 
 def test_a_task_the_counts_do_not_serve_is_refused():
     with pytest.raises(me.InputError, match=r"declared metric 'r': task 'regression' is not"):
         me.define("r", "tp / n", tasks=["regression"])
+    with pytest.raises(me.InputError, match=r"declared metric 'r': task 'multiclass' is not"):
+        me.define("r", "tp / n", tasks=["multiclass"])
     with me.defining("binary_only", "tp / n", tasks=["binary"]), \
             pytest.raises(me.InputError, match="not defined for task 'multilabel'"):
         me.evaluate(make_predictions("multilabel", seed=1), "binary_only", task="multilabel")

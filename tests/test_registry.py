@@ -21,6 +21,7 @@ from mleval_sql.registry import (
     SAMPLES,
     STEPS,
     SWEEP,
+    SWEPT,
     metrics_of,
 )
 from mleval_sql.schema import Columns
@@ -116,7 +117,7 @@ def test_a_family_gives_exactly_the_metrics_the_registry_names(family, task, eng
     runner = make_engine(engine, src, Columns(), "weight", by)
     try:
         runner.summary()
-        params = {**checked(thresholds=[0.5] if family is SWEEP else None), "micro": True,
+        params = {**checked(thresholds=[0.5] if family in SWEPT else None), "micro": True,
                   "adjusted": True, "class_counts": True, "label_totals": True, "kind": "roc",
                   "drop_intermediate": False}
         rows = runner.results(family.steps(task), params, numeric_truth=task == "regression")

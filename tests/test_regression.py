@@ -190,7 +190,7 @@ def test_regression_sums_agree_between_engines():
     from_polars = (plans.regression_sums(predictions.lazy()).collect()
                    .sort("segment", "label").select(from_sql.columns))
     assert from_sql.columns == ["segment", "label", "weight", "mean_truth", "sse", "sae", "sape",
-                                "sst"]
+                                "sst", "se"]
     assert from_sql.height > 0
     assert_frames_close(from_sql, from_polars)
 

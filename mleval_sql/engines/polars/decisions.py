@@ -1,7 +1,7 @@
 """Decision metrics at a threshold or by argmax, from confusion counts (polars plans).
 
-Mirrors queries/threshold_counts.sql, queries/decision_metrics.sql and
-queries/declared_metrics.sql.
+Mirrors queries/threshold_counts.sql, queries/decision_metrics.sql,
+queries/declared_metrics.sql and queries/declared_sweep.sql.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import polars as pl
 from mleval_sql.engines.polars._common import rate_scores, ratio, truth, weight
 from mleval_sql.registry import DECISIONS, METRICS, metrics_of
 
-__all__ = ["decision_metrics", "declared_metrics", "threshold_counts"]
+__all__ = ["decision_metrics", "declared_metrics", "declared_sweep", "threshold_counts"]
 
 LABEL_METRICS = tuple(m for m in metrics_of(DECISIONS) if METRICS[m].per_label)
 
@@ -81,9 +81,22 @@ def declared_metrics(confusion_counts: pl.LazyFrame, *, threshold: float, beta: 
     counts summed over labels), rows as decision_metrics gives; label_averages adds the rest.
     ``keep``: only these metrics and averages. No metric declared (or kept): no rows.
     """
+    return _declared(confusion_counts, pl.lit(threshold, dtype=pl.Float64), beta, keep,
+                     "declared_metrics")
+
+
+def declared_sweep(confusion_counts: pl.LazyFrame, *, beta: float,
+                   keep: tuple[Sequence[str], Sequence[str]] | None = None) -> pl.LazyFrame:
+    """:func:`declared_metrics` over a sweep's counts (sweep_counts), whose segment is
+    {segment, threshold}: each row's ``threshold`` is its segment's."""
+    threshold = pl.col("segment").struct.field("threshold").cast(pl.Float64)
+    return _declared(confusion_counts, threshold, beta, keep, "declared_sweep")
+
+
+def _declared(confusion_counts: pl.LazyFrame, threshold: pl.Expr, beta: float,
+              keep: tuple[Sequence[str], Sequence[str]] | None, step: str) -> pl.LazyFrame:
     from mleval_sql import declared  # declared.py fills the registry this module reads
 
-    names = [m for m in declared.DECLARED if keep is None or m in keep[0]]
     parts = [confusion_counts.with_columns(average=pl.lit(None, dtype=pl.String))]
     if keep is None or "micro" in keep[1]:
         parts.append(confusion_counts.group_by("segment").agg(pl.col("tp", "fp", "fn", "tn").sum())
@@ -91,13 +104,5 @@ def declared_metrics(confusion_counts: pl.LazyFrame, *, threshold: float, beta: 
     tp, fp, fn, tn = (pl.col(c).cast(pl.Float64) for c in ("tp", "fp", "fn", "tn"))
     statistics = pl.concat(parts, how="diagonal").with_columns(
         tp=tp, fp=fp, fn=fn, tn=tn, support=tp + fn, n=tp + fp + fn + tn,
-        threshold=pl.lit(threshold, dtype=pl.Float64), beta=pl.lit(beta, dtype=pl.Float64))
-    rows = [statistics.select("segment", metric=pl.lit(name), average="average", label="label",
-                              value=declared.to_polars(declared.DECLARED[name].tree),
-                              support="support")
-            for name in names]
-    if not rows:  # the columns and types of the rows, none of them
-        return statistics.filter(pl.lit(False)).select(
-            "segment", metric=pl.lit(None, dtype=pl.String), average="average", label="label",
-            value=pl.lit(None, dtype=pl.Float64), support="support")
-    return pl.concat(rows)
+        threshold=threshold, beta=pl.lit(beta, dtype=pl.Float64))
+    return declared.polars_rows(statistics, step, None if keep is None else keep[0])

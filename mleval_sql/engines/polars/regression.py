@@ -1,17 +1,20 @@
 """Regression: weighted error sums per (segment, output), then MSE, RMSE, MAE, MAPE and R².
 
-Mirrors queries/regression_sums.sql and queries/regression_metrics.sql (their headers hold the
-conventions). ``score`` is the prediction, ``truth`` the target and ``label`` the output.
+Mirrors queries/regression_sums.sql, queries/regression_metrics.sql and
+queries/declared_regression.sql (their headers hold the conventions). ``score`` is the
+prediction, ``truth`` the target and ``label`` the output.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import polars as pl
 
 from mleval_sql.engines.polars._common import weight
 from mleval_sql.registry import REGRESSION, metrics_of
 
-__all__ = ["regression_metrics", "regression_sums"]
+__all__ = ["declared_regression", "regression_metrics", "regression_sums"]
 
 _KEYS = ("segment", "label")
 #: numpy's float64 eps, the floor of |truth| in scikit-learn's MAPE (2**-52, exact)
@@ -20,7 +23,7 @@ METRICS = metrics_of(REGRESSION)
 
 
 def regression_sums(predictions: pl.LazyFrame) -> pl.LazyFrame:
-    """weight, mean_truth, sse, sae, sape and sst per (segment, label)."""
+    """weight, mean_truth, sse, sae, sape, sst and se per (segment, label)."""
     y = pl.col("truth").cast(pl.Float64)
     error = pl.col("score") - y
     total = weight.sum()
@@ -42,6 +45,7 @@ def regression_sums(predictions: pl.LazyFrame) -> pl.LazyFrame:
         sae=(weight * error.abs()).sum(),
         sape=(weight * (error.abs() / pl.max_horizontal(y.abs(), pl.lit(EPS)))).sum(),
         sst=sst,
+        se=(weight * error).sum(),
     )
 
 
@@ -72,3 +76,27 @@ def regression_metrics(regression_sums: pl.LazyFrame) -> pl.LazyFrame:
         value=pl.when(explained > 0).then(1 - sse.filter(defined).sum() / explained))
     return pl.concat([long, macro, weighted], how="diagonal").select(
         "segment", "metric", "average", "label", "value")
+
+
+def declared_regression(regression_sums: pl.LazyFrame, *,
+                        keep: tuple[Sequence[str], Sequence[str]] | None = None) -> pl.LazyFrame:
+    """The metrics declared over the regression sums (mleval_sql/declared.py) per output and
+    micro (the expression over the outputs' summed sums); label_averages adds the macro mean.
+    ``keep``: only these metrics and averages."""
+    from mleval_sql import declared  # declared.py fills the registry this module reads
+
+    w, mean = pl.col("weight"), pl.col("mean_truth")
+    sums = regression_sums.select(  # the names an expression reads (declared.py)
+        "segment", "label", n=w, error="se", absolute_error="sae", squared_error="sse",
+        percentage_error="sape", truth=(w * mean).fill_null(0.0),
+        truth_squared=(pl.col("sst") + w * mean * mean).fill_null(0.0),
+        squared_deviation=pl.col("sst").fill_null(0.0))
+    names = list(declared.REGRESSION_STATISTICS)
+    parts = [sums.with_columns(average=pl.lit(None, dtype=pl.String))]
+    if keep is None or "micro" in keep[1]:
+        parts.append(sums.group_by("segment").agg(pl.col(names).sum())
+                     .with_columns(average=pl.lit("micro")))
+    statistics = pl.concat(parts, how="diagonal").with_columns(
+        pl.col(names).cast(pl.Float64), support=pl.col("n").cast(pl.Float64))
+    return declared.polars_rows(statistics, "declared_regression",
+                                None if keep is None else keep[0])
