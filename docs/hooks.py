@@ -104,6 +104,11 @@ FAMILY_PAGES: dict[str, tuple[str, str]] = {
         "The metrics declared where this documentation was built (`me.define`, a team's "
         "`MLEVAL_METRICS` file): each one expression over the decision counts at the threshold, "
         "see [Your own metrics](../guides/own-metrics.md)."),
+    "declared_argmax": (
+        "Declared metrics, multiclass",
+        "The declared metrics on multiclass rows: each one expression over the counts of each "
+        "class one-vs-rest from the argmax decision, as `f1` reads them for multiclass, see "
+        "[Your own metrics](../guides/own-metrics.md)."),
     "contingency": (
         "Contingency table",
         "The cells of the contingency table themselves, one row per cell of positive weight."),

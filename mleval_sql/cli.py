@@ -43,7 +43,7 @@ from mleval_sql.engines import ENGINES, errors_of
 from mleval_sql.outputs import atomic_output, check_output
 from mleval_sql.params import CURVE_PARAMS, PARAMS, Param
 from mleval_sql.plot import CURVE_COLUMNS, INSTALL_HINT, PlotError, check_target, plot_curve
-from mleval_sql.registry import AVERAGES, DECLARED, METRICS, Metric
+from mleval_sql.registry import AVERAGES, DECLARED_FAMILIES, METRICS, Metric
 from mleval_sql.reporting import add_command as add_report_command
 from mleval_sql.request import OPTIONS, Action, Option, actions_of, declare_for
 from mleval_sql.schema import TASKS
@@ -583,7 +583,7 @@ def declaration(metric: Metric, quote: str = "") -> str:
     >>> declaration(METRICS["f1"])
     ''
     """
-    if DECLARED not in metric.families.values():
+    if not any(f in DECLARED_FAMILIES for f in metric.families.values()):
         return ""
     from mleval_sql.declared import DECLARED as declared
 

@@ -36,6 +36,7 @@ from sqlglot.tokens import TokenType
 from mleval_sql.errors import InputError
 from mleval_sql.params import RESULT_COLUMNS
 from mleval_sql.registry import DECLARED as FAMILY
+from mleval_sql.registry import DECLARED_ARGMAX as ARGMAX_FAMILY
 from mleval_sql.registry import DECLARED_REGRESSION as REGRESSION_FAMILY
 from mleval_sql.registry import LOWER_IS_BETTER, METRICS, SHARED_FILE, SHARED_METRICS, Metric
 from mleval_sql.sources import beside
@@ -60,8 +61,10 @@ REGRESSION_STATISTICS = {
     "squared_deviation": "sum of weight * (truth - mean truth)^2 (R²'s total sum of squares)",
 }
 NAMES = tuple(dict.fromkeys((*STATISTICS, *PARAMETERS, *REGRESSION_STATISTICS)))
-#: The tasks whose decision counts are taken at a threshold (multiclass decides by argmax).
-DECISION_TASKS = ("binary", "multilabel")
+#: The tasks whose decision counts are taken at a threshold; multiclass decides by argmax (the
+#: counts of each class one-vs-rest), so an expression that reads ``threshold`` skips it.
+THRESHOLD_TASKS = ("binary", "multilabel")
+DECISION_TASKS = (*THRESHOLD_TASKS, "multiclass")
 TASKS = (*DECISION_TASKS, "regression")
 #: The names each kind of task reads alone: a metric reads one kind's (``n`` is both's).
 _ONLY = {"decisions": frozenset(NAMES) - frozenset(REGRESSION_STATISTICS),
@@ -109,7 +112,10 @@ class Declared:
 
 def over(step: str) -> list[Declared]:
     """The declared metrics a step computes: ``declared_regression`` those over the regression
-    sums, ``declared_metrics`` and ``declared_sweep`` those over the decision counts."""
+    sums, ``declared_argmax`` those that serve multiclass (its statistics have no threshold),
+    ``declared_metrics`` and ``declared_sweep`` those over the decision counts."""
+    if step == ARGMAX_FAMILY.final:
+        return [m for m in DECLARED.values() if "multiclass" in m.tasks]
     return [m for m in DECLARED.values() if m.regression == (step == REGRESSION_FAMILY.final)]
 
 
@@ -123,9 +129,10 @@ def define(name: str, expression: str, *, tasks: Sequence[str] | None = None,
     at the threshold) and the parameters ``threshold`` and ``beta``, or over the regression sums
     (:data:`REGRESSION_STATISTICS`), for the process: then ``me.evaluate(rows, [name])`` gives it
     with segments, windows and averages (micro: the expression over the labels' summed
-    statistics). ``tasks``: by default those its names serve (binary and multilabel, or
-    regression). Declaring a declared name again replaces it. Raises ``InputError`` naming the
-    metric and the culprit, before any data is read.
+    statistics). ``tasks``: by default those its names serve (binary, multilabel and
+    multiclass, whose counts are each class's one-vs-rest from the argmax, or regression;
+    ``threshold`` leaves multiclass out). Declaring a declared name again replaces it. Raises
+    ``InputError`` naming the metric and the culprit, before any data is read.
 
     >>> m = define("net_benefit", "tp / n - fp / n * threshold / (1 - threshold)")
     >>> sorted(m.names)
@@ -154,7 +161,8 @@ def _declared(name: str, expression: str, *, tasks: Sequence[str] | None = None,
                          f"({read['decisions'][0]}) and a regression sum "
                          f"({read['regression'][0]}); one expression reads one task's "
                          "statistics")
-    served = ("regression",) if read["regression"] else DECISION_TASKS
+    served = (("regression",) if read["regression"]
+              else THRESHOLD_TASKS if "threshold" in names else DECISION_TASKS)
     if tasks is None:
         tasks = served
     if isinstance(tasks, str):
@@ -166,9 +174,11 @@ def _declared(name: str, expression: str, *, tasks: Sequence[str] | None = None,
             why = f"a regression sum ({read['regression'][0]}) in a {task} metric"
         elif task == "regression" and read["decisions"]:
             why = f"a decision count ({read['decisions'][0]}) in a regression metric"
+        elif task == "multiclass" and "threshold" in names:
+            why = "threshold in a multiclass metric (multiclass decides by argmax)"
         else:
-            why = (f"a declared metric reads decision counts at the threshold, for "
-                   f"{list(DECISION_TASKS)}, or regression sums, for ['regression']")
+            why = (f"a declared metric reads decision counts, for {list(DECISION_TASKS)}, "
+                   "or regression sums, for ['regression']")
         raise InputError(f"declared metric {name!r}: task {task!r} is not served: {why}")
     return Declared(name, expression, tree, tuple(dict.fromkeys(tasks)), bool(higher_is_better),
                     doc)
@@ -180,7 +190,8 @@ def _register(metric: Declared) -> Declared:
     DECLARED[name] = metric
     METRICS[name] = Metric(
         name, doc or f"declared: {expression}",
-        dict.fromkeys(metric.tasks, REGRESSION_FAMILY if metric.regression else FAMILY),
+        {task: REGRESSION_FAMILY if metric.regression else ARGMAX_FAMILY
+         if task == "multiclass" else FAMILY for task in metric.tasks},
         params=tuple(p for p in ("beta",) if p in metric.names),
         undefined=_undefined(tree))
     (LOWER_IS_BETTER.discard if metric.higher_is_better else LOWER_IS_BETTER.add)(name)

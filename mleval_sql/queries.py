@@ -38,6 +38,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
+from mleval_sql.registry import DECLARED_FAMILIES
+
 # Installed wheels carry queries/ inside the package; a source checkout has it beside the package.
 _IN_PACKAGE = resources.files("mleval_sql") / "queries"
 _IN_CHECKOUT = Path(__file__).resolve().parent.parent / "queries"
@@ -61,10 +63,10 @@ def load(name: str) -> str:
     """The query of ``queries/<name>.sql``, self-contained: the file's text, each call of a
     macro of the files its header names (:func:`uses`) replaced by the macro's expression
     (:func:`expand_macros`, rendered by sqlglot); the rest of the text, comments included,
-    as written. ``declared_metrics``, ``declared_sweep`` and ``declared_regression`` get the
-    metrics declared now (mleval_sql/declared.py), so they are not cached: me.define may change
-    them between two runs."""
-    if name in ("declared_metrics", "declared_sweep", "declared_regression"):
+    as written. The final steps of the declared families (``registry.DECLARED_FAMILIES``) get
+    the metrics declared now (mleval_sql/declared.py), so they are not cached: me.define may
+    change them between two runs."""
+    if name in {f.final for f in DECLARED_FAMILIES}:
         from mleval_sql import declared  # it reads the registry, which this module serves
 
         return declared.statement(name, _load(name))

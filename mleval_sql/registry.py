@@ -43,6 +43,8 @@ STEPS: dict[str, Step] = {s.name: s for s in (
          averaged=True),
     # ... and from a sweep's counts, each row at the threshold its segment carries
     Step("declared_sweep", ("confusion_counts",), None, ("beta",), averaged=True),
+    # ... and from each class's counts one-vs-rest by argmax: no threshold decides there
+    Step("declared_argmax", ("confusion_counts",), None, ("beta",), averaged=True),
     Step("multiclass_metrics", ("confusion_matrix", "confusion_counts")),
     Step("sample_counts", ("predictions",), "sample_counts", ("threshold",)),
     Step("sample_metrics", ("sample_counts",), None, ("beta", "zero_division")),
@@ -181,6 +183,11 @@ ESTIMATED = Family("estimated", "estimated_metrics",
 #: Metrics declared as one expression over the decision counts at the threshold
 #: (mleval_sql/declared.py): no metric of its own until one is declared.
 DECLARED = Family("declared", "declared_metrics", _THRESHOLD_COUNTS, LABEL_AVERAGES)
+#: ... and over each class's counts one-vs-rest from the argmax, the counts DECISIONS reads
+#: for multiclass (so micro and macro mean what they mean for f1); a family of its own, as no
+#: threshold decides there (none is bound, none shown on its rows).
+DECLARED_ARGMAX = Family("declared_argmax", "declared_argmax",
+                         {"multiclass": DECISIONS.stats["multiclass"]}, LABEL_AVERAGES)
 #: ... and over every threshold of a sweep: the sweep's counts, one pass with the built-ins.
 DECLARED_SWEEP = Family("declared_sweep", "declared_sweep", SWEEP.stats, LABEL_AVERAGES)
 #: ... and over the regression sums of each output (micro: over the outputs' summed sums).
@@ -188,13 +195,14 @@ DECLARED_REGRESSION = Family("declared_regression", "declared_regression",
                              REGRESSION.stats, ("none", "micro", "macro"))
 #: The families whose rows come from a sweep's counts: each (segment, threshold) one segment.
 SWEPT = (SWEEP, DECLARED_SWEEP)
+#: The families of declared metrics: their final steps' SQL holds the expressions declared now.
+DECLARED_FAMILIES = (DECLARED, DECLARED_ARGMAX, DECLARED_SWEEP, DECLARED_REGRESSION)
 #: Where a team keeps its declared metrics: the file this environment variable names, and a
 #: file of this name in a lake's folder (mleval_sql/declared.py reads them).
 SHARED_METRICS, SHARED_FILE = "MLEVAL_METRICS", "metrics.toml"
 FAMILIES = (DECISIONS, MULTICLASS, SAMPLES, TOP_K, RANKING, OPERATING, SWEEP, OVO,
             LABEL_RANKING, PROBABILITY, PROBABILITY_MULTICLASS, CALIBRATION, REGRESSION,
-            CLUSTERING, CONTINGENCY, ESTIMATED, DECLARED, DECLARED_SWEEP,
-            DECLARED_REGRESSION)
+            CLUSTERING, CONTINGENCY, ESTIMATED, *DECLARED_FAMILIES)
 
 #: Steps read off another family's statistics when both are asked: with the curve in a
 #: request, the decision counts at the threshold and the ranking metrics come from its sorted

@@ -45,16 +45,18 @@ def _pairs(rows: pl.DataFrame, keys: list[str], ours: str, theirs: str) -> pl.Da
 
 
 @pytest.mark.usefixtures("declared")
-@pytest.mark.parametrize("task", ["binary", "multilabel"])
+@pytest.mark.parametrize("task", ["binary", "multilabel", "multiclass"])
 def test_a_declared_f1_is_the_builtin_f1(engine, task):
     """Per label, micro, macro, weighted and their spread, with weights (zeros among them), in
-    every segment: one with one class, one with one sample, one that lacks a label."""
+    every segment: one with one class, one with one sample, one that lacks a label. Multiclass:
+    each class one-vs-rest from the argmax, micro over the classes' summed counts."""
     frame = make_predictions(task, seed=11)
-    rows = me.evaluate(frame, ["my_f1", "f1"], by="region", average=AVERAGES, engine=engine)
+    rows = me.evaluate(frame, ["my_f1", "f1"], by="region", average=AVERAGES, task=task,
+                       engine=engine)
     pairs = _pairs(rows, ["region", "average", "label"], "my_f1", "f1")
     assert set(pairs["region"]) == {"north", "south", "one_class", "single"}
-    # the one-class segment: no tp, so 0, or null where nothing is predicted either (0/0)
-    assert set(pairs.filter(pl.col("region") == "one_class")["f1"]) <= {0.0, None}
+    if task != "multiclass":  # the one-class segment: no tp, so 0, or null (0/0)
+        assert set(pairs.filter(pl.col("region") == "one_class")["f1"]) <= {0.0, None}
     assert pairs["my_f1"].is_null().to_list() == pairs["f1"].is_null().to_list()
     np.testing.assert_allclose(pairs["my_f1"].drop_nulls().to_numpy(),
                                pairs["f1"].drop_nulls().to_numpy(), rtol=1e-12, atol=1e-12)
@@ -332,16 +334,19 @@ def test_the_default_tasks_are_those_the_names_serve():
     with me.defining("m", "absolute_error / n") as metric:
         assert metric.tasks == ("regression",) and set(METRICS["m"].families) == {"regression"}
     with me.defining("m", "fp / n") as metric:
-        assert metric.tasks == ("binary", "multilabel")
+        assert metric.tasks == ("binary", "multilabel", "multiclass")
     with me.defining("m", "2") as metric:  # no name: the decision counts' tasks, as before
+        assert metric.tasks == ("binary", "multilabel", "multiclass")
+    with me.defining("m", "tp / n * threshold") as metric:  # multiclass decides by argmax
         assert metric.tasks == ("binary", "multilabel")
 
 
 def test_a_task_the_counts_do_not_serve_is_refused():
     with pytest.raises(me.InputError, match=r"declared metric 'r': task 'regression' is not"):
         me.define("r", "tp / n", tasks=["regression"])
-    with pytest.raises(me.InputError, match=r"declared metric 'r': task 'multiclass' is not"):
-        me.define("r", "tp / n", tasks=["multiclass"])
+    with pytest.raises(me.InputError, match=r"declared metric 'r': task 'multiclass' is not "
+                       r"served: threshold in a multiclass metric"):
+        me.define("r", "tp / n - threshold", tasks=["multiclass"])
     with me.defining("binary_only", "tp / n", tasks=["binary"]), \
             pytest.raises(me.InputError, match="not defined for task 'multilabel'"):
         me.evaluate(make_predictions("multilabel", seed=1), "binary_only", task="multilabel")
@@ -390,8 +395,8 @@ def test_an_expression_outside_the_statistics_is_refused(name, expression, culpr
 
 @pytest.mark.usefixtures("declared")
 def test_a_statement_to_paste_carries_a_declared_metric():
-    """me.sql builds from the same steps: a declared metric comes with it (DuckDB here; the
-    other dialects are not checked yet)."""
+    """me.sql builds from the same steps: a declared metric comes with it (every database:
+    test_a_pasted_statement_gives_the_builtin_value)."""
     import duckdb
 
     statement = me.sql(["my_f1", "f1"], task="binary", table="preds", no_weight=True,
@@ -401,3 +406,86 @@ def test_a_statement_to_paste_carries_a_declared_metric():
                                         "truth": [True, True, False, False]}))
     rows = con.sql(statement).pl()
     assert rows.select("metric", "value").rows() == [("my_f1", 0.5), ("f1", 0.5)]
+
+
+#: Pasted statements: a declared metric and the built-in it restates, on each database.
+PASTED = {
+    "decisions": ("multilabel", {"my_f1": F1}, "f1", {"average": ["none", "micro", "macro"]}),
+    "multiclass": ("multiclass", {"my_f1": F1}, "f1", {"average": ["none", "micro", "weighted"]}),
+    "sweep": ("binary", {"my_f1": F1}, "f1", {"thresholds": [0.25, 0.5, 0.75],
+                                               "columns": {"label": None}}),
+    "regression": ("regression", {"my_rmse": "sqrt(squared_error / n)"}, "rmse",
+                   {"average": ["none", "macro"]}),
+}
+
+
+@pytest.mark.parametrize("kind", ["duckdb", "postgres", "spark"])
+@pytest.mark.parametrize("case", list(PASTED))
+def test_a_pasted_statement_gives_the_builtin_value(kind, case, request):
+    """A declared F1 (at the threshold, one-vs-rest by argmax, over a sweep) and a declared
+    RMSE, in the statement ``mleval sql`` prints, pasted into DuckDB, psql and spark.sql:
+    the built-in's value on every row, and evaluate's."""
+    import duckdb
+
+    from tests.test_portable import load
+    from tests.test_statement import psql_rows, spark_rows
+
+    task, declared, builtin, options = PASTED[case]
+    (name, expression), = declared.items()
+    frame = make_predictions(task, seed=22, n_samples=40)
+    if "label" in options.get("columns", {}):
+        frame = frame.drop("label")
+    options = {"task": task, "by": "region", **options,
+               "columns": {"weight": "weight", **options.get("columns", {})}}
+    keys = ["region", "average", "label", "threshold"]
+    with me.defining(name, expression):
+        want = me.evaluate(frame, [name, builtin], **options)
+        if kind == "duckdb":
+            statement = me.sql([name, builtin], table="preds", **options)
+            con = duckdb.connect()
+            con.register("preds", frame)
+            got = con.sql(statement).pl()
+        else:
+            con = request.getfixturevalue("pg_connection" if kind == "postgres" else "spark")
+            load(kind, con, f"declared_{case}", frame)
+            statement = me.sql([name, builtin], table=f"declared_{case}", dialect=kind,
+                               connection=con, **options)
+            got = (psql_rows(request.getfixturevalue("postgres"), statement)
+                   if kind == "postgres" else spark_rows(con, statement))
+    keys = [k for k in keys if k in want.columns]
+    got = got.with_columns(pl.col("value").cast(pl.Float64), *(
+        pl.col(k).cast(want.schema[k]) for k in keys))
+    assert got.height == want.height > 0
+    pairs = _pairs(got, keys, name, builtin)
+    assert pairs[name].is_null().to_list() == pairs[builtin].is_null().to_list()
+    assert pairs[name].null_count() < pairs.height
+    np.testing.assert_allclose(pairs[name].drop_nulls().to_numpy(),
+                               pairs[builtin].drop_nulls().to_numpy(), rtol=1e-9, atol=1e-12)
+    joined = want.select(*keys, "metric", "value").join(
+        got.select(*keys, "metric", "value"), on=[*keys, "metric"], nulls_equal=True)
+    assert joined.height == want.height
+    np.testing.assert_allclose(joined["value"].fill_null(np.inf).to_numpy(),
+                               joined["value_right"].fill_null(np.inf).to_numpy(), rtol=1e-9)
+
+
+@pytest.mark.usefixtures("declared")
+@pytest.mark.parametrize("task", ["binary", "multilabel", "multiclass"])
+@pytest.mark.parametrize("weighted", [True, False])
+def test_a_declared_f1s_interval_is_the_builtin_f1s(engine, task, weighted):
+    """ci= with the same seed and replicates: the same draws, so the same interval per label
+    and average, whichever path the bootstrap takes for each (the built-in f1 alone: the rows
+    ranked once for every replicate; the declared one: each replicate's rows)."""
+    frame = make_predictions(task, seed=23, n_samples=60, weighted=weighted)
+    options = {"task": task, "by": "region", "average": ["none", "micro", "macro"],
+               "engine": engine, "ci": 0.9, "resamples": 30, "seed": 3}
+    ours = me.evaluate(frame, "my_f1", **options).drop("metric")
+    theirs = me.evaluate(frame, "f1", **options).drop("metric")
+    keys = ["region", "average", "label"]
+    joined = ours.join(theirs, on=keys, nulls_equal=True)
+    assert joined.height == ours.height == theirs.height > 0
+    assert joined["ci_low"].null_count() < joined.height
+    for column in ("value", "ci_low", "ci_high"):
+        assert joined[column].is_null().to_list() == joined[f"{column}_right"].is_null().to_list()
+        np.testing.assert_allclose(joined[column].drop_nulls().to_numpy(),
+                                   joined[f"{column}_right"].drop_nulls().to_numpy(),
+                                   rtol=1e-12, atol=1e-12)

@@ -34,7 +34,7 @@ from mleval_sql.engines import memory_bytes
 from mleval_sql.history import ADDED, History
 from mleval_sql.history import read as read_history
 from mleval_sql.labels import COVERAGE, joined_once, outcome_map, start_text, window_inputs
-from mleval_sql.registry import DECLARED, METRICS
+from mleval_sql.registry import DECLARED_FAMILIES, METRICS
 from mleval_sql.reporting.job import Baseline, Job, JobError
 from mleval_sql.sources import Source, as_source
 from mleval_sql.windows import (
@@ -278,7 +278,8 @@ def request_hash(job: Job) -> str:
             "sources": [[list(s.paths), s.model, s.model_column, dict(s.columns)]
                         for s in job.sources],
             "labels": job.labels, "unlabelled": job.unlabelled}
-    mine = [m for m in job.metrics if DECLARED in METRICS[m].families.values()]
+    mine = [m for m in job.metrics
+            if any(f in DECLARED_FAMILIES for f in METRICS[m].families.values())]
     if mine:  # a declared metric's expression, wherever it was declared (a lake's file...)
         from mleval_sql.declared import DECLARED as declared
 

@@ -1,7 +1,7 @@
 """Decision metrics at a threshold or by argmax, from confusion counts (polars plans).
 
 Mirrors queries/threshold_counts.sql, queries/decision_metrics.sql,
-queries/declared_metrics.sql and queries/declared_sweep.sql.
+queries/declared_metrics.sql, queries/declared_sweep.sql and queries/declared_argmax.sql.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import polars as pl
 from mleval_sql.engines.polars._common import rate_scores, ratio, truth, weight
 from mleval_sql.registry import DECISIONS, METRICS, metrics_of
 
-__all__ = ["decision_metrics", "declared_metrics", "declared_sweep", "threshold_counts"]
+__all__ = ["decision_metrics", "declared_argmax", "declared_metrics", "declared_sweep",
+           "threshold_counts"]
 
 LABEL_METRICS = tuple(m for m in metrics_of(DECISIONS) if METRICS[m].per_label)
 
@@ -91,6 +92,14 @@ def declared_sweep(confusion_counts: pl.LazyFrame, *, beta: float,
     {segment, threshold}: each row's ``threshold`` is its segment's."""
     threshold = pl.col("segment").struct.field("threshold").cast(pl.Float64)
     return _declared(confusion_counts, threshold, beta, keep, "declared_sweep")
+
+
+def declared_argmax(confusion_counts: pl.LazyFrame, *, beta: float,
+                    keep: tuple[Sequence[str], Sequence[str]] | None = None) -> pl.LazyFrame:
+    """:func:`declared_metrics` over each class's counts one-vs-rest from the argmax
+    (matrix_counts): no threshold decides there, so none is read."""
+    return _declared(confusion_counts, pl.lit(None, dtype=pl.Float64), beta, keep,
+                     "declared_argmax")
 
 
 def _declared(confusion_counts: pl.LazyFrame, threshold: pl.Expr, beta: float,
