@@ -12,17 +12,18 @@ from mleval_sql.api import check, curve, evaluate
 from mleval_sql.comparison import compare
 from mleval_sql.drift import drift
 from mleval_sql.errors import SklearnDefaultWarning
+from mleval_sql.fairness import fairness
 from mleval_sql.history import read as history
 from mleval_sql.registry import METRICS
 from mleval_sql.schema import Columns, InputError
 from mleval_sql.slicing import slices
 
 __all__ = ["METRICS", "Columns", "InputError", "SklearnDefaultWarning", "check", "compare",
-           "curve", "define", "defined", "defining", "drift", "evaluate", "history", "plot",
-           "report", "slices", "sql", "undefine"]
+           "curve", "define", "defined", "defining", "drift", "evaluate", "fairness", "history",
+           "plot", "report", "slices", "sql", "undefine"]
 __version__ = "0.1.0"
-# drift and history are functions named as their modules: imported above, not on first use
-# (importing a module later puts it in its function's place)
+# drift, fairness and history are functions named as their modules: imported above, not on
+# first use (importing a module later puts it in its function's place)
 
 
 def __getattr__(name: str) -> Any:
