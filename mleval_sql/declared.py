@@ -34,6 +34,7 @@ from sqlglot import exp
 from sqlglot.tokens import TokenType
 
 from mleval_sql.errors import InputError
+from mleval_sql.files import toml
 from mleval_sql.params import RESULT_COLUMNS
 from mleval_sql.registry import DECLARED as FAMILY
 from mleval_sql.registry import DECLARED_ARGMAX as ARGMAX_FAMILY
@@ -296,7 +297,6 @@ def shared(source: Any = None) -> tuple[Declared, ...]:
 
 def _read(path: Path) -> tuple[Declared, ...]:
     """The checked metrics of the TOML file ``path``, not yet declared."""
-    from mleval_sql.reporting.job import toml
 
     tomllib = toml()
     try:
@@ -319,7 +319,6 @@ def _read(path: Path) -> tuple[Declared, ...]:
 
 def _inline(name: str, text: str, where: str) -> Any:
     """The TOML inline table ``text`` (``{expr = "...", higher_is_better = false}``)."""
-    from mleval_sql.reporting.job import toml
 
     tomllib = toml()
     try:

@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import glob
 import os
+import sys
 from collections.abc import Iterable, Sequence
 from pathlib import PurePosixPath
-from typing import Protocol
+from typing import Any, Protocol
 
 import polars as pl
 
@@ -226,3 +227,18 @@ def _reason(error: BaseException) -> str:
     if any(sign in text for sign in ("magic bytes", "must end with PAR1", "header and footer")):
         return "not a parquet file, or truncated (no parquet footer)"
     return text or type(error).__name__
+
+
+def toml() -> Any:
+    """``tomllib``, or on Python 3.10 its backport ``tomli`` (in the report extra): what reads
+    a job file and a metrics.toml."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+
+        return tomllib
+    try:  # pragma: no cover - Python 3.10
+        import tomli
+    except ImportError as error:  # pragma: no cover
+        raise InputError("reading a TOML file (a job, a metrics.toml) on Python 3.10 needs "
+                         "tomli: pip install 'mleval_sql[report]'") from error
+    return tomli  # pragma: no cover

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 
 from mleval_sql import windows
 from mleval_sql.engines import ENGINES, local_engines
+from mleval_sql.files import toml
 from mleval_sql.params import CURVE_PARAMS, PARAMS, RESULT_COLUMNS
 from mleval_sql.registry import AVERAGES, METRICS
 from mleval_sql.request import (
@@ -64,20 +64,6 @@ REPORT_COLUMNS = frozenset({
 
 class JobError(InputError):
     """A job file that cannot be run: the message names the key and what was expected."""
-
-
-def toml() -> Any:
-    """``tomllib``, or on Python 3.10 its backport ``tomli`` (in the report extra)."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-
-        return tomllib
-    try:  # pragma: no cover - Python 3.10
-        import tomli
-    except ImportError as error:  # pragma: no cover
-        raise JobError("reading a job file on Python 3.10 needs tomli: "
-                       "pip install 'mleval_sql[report]'") from error
-    return tomli  # pragma: no cover
 
 
 @dataclass(frozen=True)
