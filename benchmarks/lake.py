@@ -40,6 +40,10 @@ input. Steps:
   ``wsklearn`` scikit-learn's numbers with ``sample_weight``::
 
     python benchmarks/lake.py --samples 100_000 --steps wpair-polars,wbootstrap-polars,wsklearn
+
+  Both engines rank the rows once for every replicate (the same kernel), so the report ends
+  with each interval step's time over the same request's without ``ci`` on its engine
+  (``wbootstrap-duckdb / wpair-duckdb``).
 - ``<kind>-spark`` (not run by default): the same requests on Spark (``--spark-master``,
   default ``local[2]``; the JVM's start, a few seconds, is in its time), and ``mllib``: what a
   Spark user does without mleval, MLlib's ``BinaryClassificationEvaluator`` (exact:
@@ -511,6 +515,25 @@ def report(rows: list[dict], samples: int) -> str:
     return "\n".join(lines)
 
 
+#: Each interval step and the same request without ``ci`` that its cost is read against.
+WITHOUT_CI = {"delong": "auc", "bootstrap": "pair", "wbootstrap": "wpair"}
+
+
+def interval_ratios(rows: list[dict]) -> str:
+    """Each interval step's wall and CPU time over the same request's without ``ci`` on the
+    same engine (``bootstrap-duckdb / pair-duckdb``), where both ran."""
+    by_step = {r["step"]: r for r in rows}
+    lines = []
+    for r in rows:
+        kind, _, engine = r["step"].partition("-")
+        plain = by_step.get(f"{WITHOUT_CI.get(kind)}-{engine}")
+        if plain is not None:
+            lines.append(f"  {r['step']} / {plain['step']}: "
+                         f"{r['seconds'] / plain['seconds']:.1f}x wall, "
+                         f"{r['cpu_seconds'] / plain['cpu_seconds']:.1f}x CPU")
+    return "intervals against the request without ci:\n" + "\n".join(lines) if lines else ""
+
+
 def stage_profile(rows: list[dict]) -> str:
     """Each mleval step's stages in its process (medians): seconds and share of the request's
     time there, the stages run within each in brackets, and the checks besides the reading of
@@ -641,6 +664,9 @@ def main() -> None:
                                                 "wbootstrap")):
                 r["max_rel_diff"] = max(agreement(n, oracle) for n in r["numbers"])
         print(report(rows, samples), "\n", flush=True)
+        ratios = interval_ratios(rows)
+        if ratios:
+            print(ratios, "\n", flush=True)
         profile = stage_profile(rows)
         if profile:
             print(profile, "\n", flush=True)

@@ -19,7 +19,12 @@ peak RSS from ``wait4``; with ``--repeat N``, medians of N rounds):
 
 Then the job's metrics are checked against ``evaluate``'s (the largest relative difference) and
 its ROC AUC and average precision of each label over the whole lake against scikit-learn's.
-``--curves ''`` runs the job without curves (what the curves cost).
+``--curves ''`` runs the job without curves (what the curves cost). ``--ci 0.95`` adds a step,
+``job-ci``: the same job with ``ci = 0.95`` (DeLong's interval for a label's ROC AUC, a Poisson
+bootstrap of 200 replicates for the others), against ``job``; its rounds' ``metrics.parquet``
+must be the same bytes (a rerun is reproducible) and its values equal the job's::
+
+    python benchmarks/report.py --memory-limit 1GB --ci 0.95
 """
 
 from __future__ import annotations
@@ -65,13 +70,15 @@ def make_report_lake(folder: Path, samples: int) -> Path:
 
 
 def job_file(lake: Path, folder: Path, engine: str, memory_limit: str | None,
-             curves: list[str]) -> Path:
-    """The job: the metrics, by segment and by segment x day, and ``curves`` (ROC and PR)."""
+             curves: list[str], ci: float | None = None) -> Path:
+    """The job: the metrics, by segment and by segment x day, and ``curves`` (ROC and PR);
+    ``ci``: with intervals of that level."""
     lines = [
         'title = "Nightly evaluation: benchmark lake"',
         'task = "multilabel"',
         f'engine = "{engine}"',
         *([f'memory_limit = "{memory_limit}"'] if memory_limit else []),
+        *([f"ci = {ci}"] if ci else []),
         'segments = ["segment", ["segment", "day"]]',
         f"metrics = {json.dumps(METRICS)}",
         'average = ["macro"]',
@@ -87,21 +94,24 @@ def job_file(lake: Path, folder: Path, engine: str, memory_limit: str | None,
 
 
 def run_step(step: str, lake: Path, out: Path, engine: str, memory_limit: str | None,
-             curves: list[str]) -> dict:
+             curves: list[str], ci: float | None = None) -> dict:
     """Run one step here; its numbers (the metrics, keyed) and sizes."""
+    import hashlib
+
     import polars as pl
 
     import mleval_sql as me
 
-    if step == "job":
-        job = job_file(lake, out, engine, memory_limit, curves)
+    if step in ("job", "job-ci"):
+        job = job_file(lake, out, engine, memory_limit, curves, ci if step == "job-ci" else None)
         me.report(job, out / "report", progress=False)
         folder = out / "report"
         sizes = {p.name: p.stat().st_size for p in folder.iterdir()}
         # the report's own ``segment`` column names the segment; the lake's is ``segment_``
         tidy = pl.read_parquet(folder / "metrics.parquet").drop("segment").rename(
             {"segment_": "segment"})
-        return {"sizes": sizes, "numbers": {
+        digest = hashlib.sha256((folder / "metrics.parquet").read_bytes()).hexdigest()
+        return {"sizes": sizes, "digest": digest, "numbers": {
             _key(r["segmentation"], r): r["value"] for r in tidy.iter_rows(named=True)}}
     numbers = {}
     for by in SEGMENTATIONS:
@@ -120,12 +130,14 @@ def _key(segmentation: str, row: dict) -> str:
 
 
 def measure(step: str, lake: Path, out: Path, engine: str, memory_limit: str | None,
-            curves: list[str]) -> dict:
+            curves: list[str], ci: float | None = None) -> dict:
     """Run ``step`` in a child: its wall and CPU time, peak RSS and result."""
     cmd = [sys.executable, __file__, "--child", step, "--lake", str(lake), "--out", str(out),
            "--engine", engine, "--curves", ",".join(curves)]
     if memory_limit:
         cmd += ["--memory-limit", memory_limit]
+    if ci:
+        cmd += ["--ci", str(ci)]
     run = in_child(step, cmd)
     printed = json.loads(run.pop("output"))
     return {**run, "step": step, **printed}
@@ -178,24 +190,27 @@ def main() -> None:
     parser.add_argument("--folder", type=Path, default=Path("/tmp/mleval-bench"))
     parser.add_argument("--curves", type=lambda t: [k for k in t.split(",") if k],
                         default=["roc", "pr"], help="the job's curve kinds ('': none)")
+    parser.add_argument("--ci", type=float, default=None,
+                        help="also the job with ci = CI (the job-ci step)")
     parser.add_argument("--child")
     parser.add_argument("--lake", type=Path)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(run_step(args.child, args.lake, args.out, args.engine,
-                                  args.memory_limit, args.curves)))
+                                  args.memory_limit, args.curves, args.ci)))
         return
     lake = make_report_lake(args.folder / f"report-{args.samples}", args.samples)
     rows = args.samples * 10
-    runs: dict[str, list[dict]] = {"job": [], "evaluate": []}
+    runs: dict[str, list[dict]] = {"job": [], "evaluate": [], **({"job-ci": []} if args.ci
+                                                                 else {})}
     for i in range(args.repeat):
         for step in runs:  # alternating: the machine's load falls on both alike
             out = args.folder / f"out-{step}-{i}"
             shutil.rmtree(out, ignore_errors=True)  # no file of an earlier run in the sizes
             out.mkdir(parents=True)
             runs[step].append(measure(step, lake, out, args.engine, args.memory_limit,
-                                      args.curves))
+                                      args.curves, args.ci))
             r = runs[step][-1]
             print(f"  round {i + 1} {step}: {r['seconds']:.1f} s wall, {r['cpu_seconds']:.1f} s "
                   f"CPU, {r['peak_rss_mib']:.0f} MiB", file=sys.stderr, flush=True)
@@ -220,6 +235,15 @@ def main() -> None:
               f"{m['peak_rss_mib']:.0f} |")
     print(f"job / evaluate: {job['seconds'] / ev['seconds']:.2f}x wall, "
           f"{job['cpu_seconds'] / ev['cpu_seconds']:.2f}x CPU")
+    if args.ci:
+        with_ci = median["job-ci"]
+        same, _ = difference(runs["job-ci"][0]["numbers"], runs["job"][0]["numbers"])
+        digests = {r["digest"] for r in runs["job-ci"]}
+        print(f"job-ci / job: {with_ci['seconds'] / job['seconds']:.2f}x wall, "
+              f"{with_ci['cpu_seconds'] / job['cpu_seconds']:.2f}x CPU; its values equal the "
+              f"job's within {same:.1e}; metrics.parquet "
+              + ("the same bytes in every round" if len(digests) == 1 else
+                 f"DIFFERS between rounds ({len(digests)} digests)"))
     print(f"curves {args.curves}; report folder {total / 1e6:.2f} MB (report.html "
           f"{sizes['report.html'] / 1e6:.2f} MB, curve tables {curves / 1e6:.2f} MB); "
           f"{compared} numbers equal evaluate's within {worst:.1e} (relative); "

@@ -444,7 +444,7 @@ def _run_polars(request: Request, sides: Sides, compared: list[Compared],
                 weights: dict[str, str | None]
                 ) -> tuple[pl.DataFrame, pl.DataFrame | None, pl.DataFrame]:
     from mleval_sql.engines import polars as plans
-    from mleval_sql.engines.polars.engine import as_text
+    from mleval_sql.engines.polars.collect import as_text
 
     rows = _rows_polars(request, sides, compared, weights)
     sizes = plans.drift_sizes(rows)

@@ -1,8 +1,9 @@
-"""The bootstrap's rows ranked once for every replicate (engines/polars/bootstrap.py), with
-weights: each replicate's statistics equal scikit-learn's on the weights times the draws, and
-the intervals keep their bits whatever the rows' order, files or batches, and whatever power of
-two scales the weights (tests/test_uncertainty.py holds them equal to DuckDB's replicated
-plans and to the oracle's intervals)."""
+"""The bootstrap's rows ranked once for every replicate (engines/polars/bootstrap.py, the kernel
+polars and DuckDB hand their rows to), with weights: each replicate's statistics equal
+scikit-learn's on the weights times the draws, and the intervals keep their bits on either
+engine, whatever the rows' order, files or batches, and whatever power of two scales the
+weights (tests/test_uncertainty.py holds them equal to DuckDB's replicated plans and to the
+oracle's intervals)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,9 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 
 import mleval_sql as me
 from mleval_sql.engines.polars import bootstrap
-from mleval_sql.engines.segments import ROW_BYTES
 from tests.data import make_predictions
 from tests.helpers import close
-from tests.test_uncertainty import fractional
+from tests.test_uncertainty import RANKING_ENGINES, fractional, rows_per_budget
 
 
 def canonical_rows(seed: int) -> pl.DataFrame:
@@ -83,22 +83,32 @@ def test_each_replicates_statistics_are_scikit_learns_on_weights_times_draws(wei
     assert checked > 4 * len(replicates)  # most runs have both classes
 
 
-def _bootstrapped(frame: pl.DataFrame | str, **options: object) -> pl.DataFrame:
-    """The per-label rows whose interval is the bootstrap's, sorted."""
-    got = me.evaluate(frame, ["f1", "average_precision", "roc_auc"], engine="polars",
-                      by="region", average=["none", "macro"], ci=0.9, resamples=30, seed=4,
-                      **options)
+def _bootstrapped(frame: pl.DataFrame | str, engine: str = "polars", *, batches: bool = False,
+                  **options: object) -> pl.DataFrame:
+    """The per-label rows whose interval is the bootstrap's, sorted; ``batches``: the rows
+    read a batch of segments at a time."""
+    from mleval_sql.progress import timings
+
+    with timings() as seconds:
+        got = me.evaluate(frame, ["f1", "average_precision", "roc_auc"], engine=engine,
+                          by="region", average=["none", "macro"], ci=0.9, resamples=30, seed=4,
+                          **options)
+    assert any("bootstrap: ranking" in s for s in seconds), engine  # the rows ranked once
+    assert not batches or any(s.endswith("ranking, by batch > reading") for s in seconds)
     keys = ["region", "metric", "average", "label"]
     return (got.filter(pl.col("ci_method") == "bootstrap", pl.col("average").is_null())
             .select(*keys, "ci_low", "ci_high", "ci_resamples").sort(keys, nulls_last=True))
 
 
+@pytest.mark.parametrize("engine", RANKING_ENGINES)
 @pytest.mark.parametrize("weighted", [True, False], ids=["weighted", "whole-counts"])
-def test_the_same_bits_whatever_the_rows_order_files_or_batches(tmp_path, weighted):
+def test_the_same_bits_whatever_the_rows_order_files_or_batches(tmp_path, monkeypatch,
+                                                                 weighted, engine):
     """Every label's running sums are taken in a stated order (by score, ties by sample id)
-    and from that label's rows alone: a rerun, the rows shuffled, in three files or a batch
-    of segments at a time give each label's interval bit for bit (averages over labels are
-    summed by the final steps, as on every path, to within rounding:
+    and from that label's rows alone: on either engine, a rerun, the rows shuffled, in three
+    files, in batches of the rows held (no budget) or a batch of segments at a time under a
+    budget give each label's interval bit for bit, polars' held rows' (averages over labels
+    are summed by the final steps, as on every path, to within rounding:
     tests/test_uncertainty.py)."""
     frame = make_predictions("multilabel", seed=8, n_samples=150, weighted=weighted,
                              weightless=weighted)
@@ -109,21 +119,28 @@ def test_the_same_bits_whatever_the_rows_order_files_or_batches(tmp_path, weight
     shuffled = frame.sample(fraction=1.0, shuffle=True, seed=2)
     for part, rows in enumerate(np.array_split(np.arange(shuffled.height), 3)):
         shuffled[rows].write_parquet(tmp_path / f"part-{part}.parquet")
-    runs = {"rerun": _bootstrapped(frame), "shuffled": _bootstrapped(shuffled),
-            "three files": _bootstrapped(str(tmp_path)),
-            "batches": _bootstrapped(frame, memory_limit=frame.height * ROW_BYTES // 2)}
+    runs = {"rerun": _bootstrapped(frame, engine), "shuffled": _bootstrapped(shuffled, engine),
+            "three files": _bootstrapped(str(tmp_path), engine)}
+    with monkeypatch.context() as patch:  # batches of whole segments of at most half the rows
+        patch.setattr("mleval_sql.engines.polars.collect.HELD_BATCH_ROWS", frame.height // 2)
+        # polars slices the rows it holds; DuckDB reads a batch at a time
+        runs["held in batches"] = _bootstrapped(frame, engine, batches=engine == "duckdb")
+    with monkeypatch.context() as patch:
+        runs["budget"] = _bootstrapped(frame, engine, batches=True,
+                                       memory_limit=rows_per_budget(patch, frame.height // 2))
     for name, got in runs.items():
         assert got.equals(want), name
 
 
+@pytest.mark.parametrize("engine", RANKING_ENGINES)
 @pytest.mark.parametrize("scale", [2.0**1000, 2.0**-1000])
-def test_weights_scaled_by_a_power_of_two_give_the_same_intervals(scale):
+def test_weights_scaled_by_a_power_of_two_give_the_same_intervals(scale, engine):
     """No product of weight sums over- or underflows (P and N scaled by powers of two near
     their inverses, as the plans scale them): weights of about 1e301 or 1e-301 give each
     label's interval of the weights themselves, bit for bit."""
     frame = fractional(make_predictions("multilabel", seed=9, n_samples=120, weightless=True))
     want = _bootstrapped(frame)
-    got = _bootstrapped(frame.with_columns(weight=pl.col("weight") * scale))
+    got = _bootstrapped(frame.with_columns(weight=pl.col("weight") * scale), engine)
     assert got.equals(want)
 
 

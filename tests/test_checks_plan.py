@@ -110,7 +110,7 @@ def test_the_checks_of_batches_of_segments_are_those_of_all_rows(segment: str,
     rows = _rows(3, label="text", segment=segment, sample="int", truth="int", weights=True)
 
     def summary(batch_rows: int) -> pl.DataFrame:
-        monkeypatch.setattr("mleval_sql.engines.polars.engine.HELD_BATCH_ROWS", batch_rows)
+        monkeypatch.setattr("mleval_sql.engines.polars.collect.HELD_BATCH_ROWS", batch_rows)
         engine = make_engine("polars", as_source(rows), Columns(), "weight", ["segment"])
         try:
             out = engine.summary()

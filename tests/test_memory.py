@@ -105,11 +105,11 @@ def test_held_rows_evaluated_in_batches_change_no_metric(task, by, monkeypatch):
     for weighted in (True, False):
         options = dict(by=by, task=task, engine="polars",
                        columns=None if weighted else {"weight": None})
-        monkeypatch.setattr("mleval_sql.engines.polars.engine.HELD_BATCH_ROWS", 10**9)
+        monkeypatch.setattr("mleval_sql.engines.polars.collect.HELD_BATCH_ROWS", 10**9)
         whole = me.evaluate(data, names, **options)
         curves = [] if task == "regression" else [me.curve(data, kind, by=by, engine="polars")
                                                   for kind in ("roc", "pr")]
-        monkeypatch.setattr("mleval_sql.engines.polars.engine.HELD_BATCH_ROWS", 150)
+        monkeypatch.setattr("mleval_sql.engines.polars.collect.HELD_BATCH_ROWS", 150)
         assert_same_rows(me.evaluate(data, names, **options), whole, by, rel=1e-12)
         for kind, curve in zip(("roc", "pr"), curves, strict=False):
             keys = [*by, "label", "threshold"]

@@ -7,6 +7,7 @@ sets of a known model cover its true values about 95% of the time."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import polars as pl
@@ -142,6 +143,53 @@ def fractional(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(weight=pl.col("weight") * factor)
 
 
+#: The engines that hand their rows to the kernel that ranks them once for every replicate
+RANKING_ENGINES = ("polars", "duckdb")
+
+
+def replicated_plans(frame: pl.DataFrame, metrics: list[str], **options: object
+                     ) -> pl.DataFrame:
+    """The intervals of the steps over the replicated rows (queries/replicates.sql on DuckDB,
+    every replicate a pass of the SQL): the oracle of the rows ranked once."""
+    from mleval_sql.engines.duckdb import DuckDBEngine
+    from mleval_sql.progress import timings
+
+    with pytest.MonkeyPatch.context() as patch, timings() as seconds:
+        patch.setattr(DuckDBEngine, "ranks_replicates", False)
+        got = me.evaluate(frame, metrics, engine="duckdb", **options)
+    assert not any("bootstrap: ranking" in s for s in seconds)
+    return got
+
+
+def rows_per_budget(monkeypatch: pytest.MonkeyPatch, rows: int, budget: str = "64MB") -> str:
+    """``budget``, with the memory a row is taken to cost, by the steps and by the kernel that
+    ranks the rows, set so that it holds ``rows`` rows (DuckDB needs a real budget to run in;
+    polars is held to the same batches)."""
+    from mleval_sql.engines import memory_bytes
+
+    row_bytes = memory_bytes(budget) // rows
+    monkeypatch.setattr("mleval_sql.engines.segments.ROW_BYTES", row_bytes)
+    monkeypatch.setattr("mleval_sql.engines.polars.bootstrap.RANKED_ROW_BYTES", row_bytes)
+    return budget
+
+
+def assert_intervals_close(got: pl.DataFrame, want: pl.DataFrame, what: str, *,
+                           rel: float = 1e-12) -> None:
+    """The same rows, values and intervals within ``rel`` (sums in another order)."""
+    assert got.select(pl.exclude("value", "ci_low", "ci_high")).equals(
+        want.select(pl.exclude("value", "ci_low", "ci_high"))), what
+    for c in ("value", "ci_low", "ci_high"):
+        assert all(close(a, b, rel=rel, abs_=1e-15) for a, b in zip(got[c], want[c],
+                                                                     strict=True)), (what, c)
+
+
+def bootstrap_rows(frame: pl.DataFrame) -> pl.DataFrame:
+    """The per-label rows whose interval is the bootstrap's: the kernel's own sums, the same
+    bits on every engine (averages over labels are summed by the final steps)."""
+    return frame.filter(pl.col("ci_method") == "bootstrap", pl.col("average").is_null()).select(
+        pl.exclude("value"))
+
+
 #: Requests whose bootstrap reads only decision counts and average precision per label
 RANKED = [
     pytest.param("multilabel", ["f1", "precision", "recall", "accuracy", "average_precision",
@@ -162,11 +210,14 @@ RANKED = [
 @pytest.mark.parametrize("ties", [True, False], ids=["text-ids-ties", "int-ids-distinct"])
 @pytest.mark.parametrize("weighted", [False, True], ids=["whole-counts", "weighted"])
 def test_rows_ranked_once_for_every_replicate_give_the_replicated_rows_intervals(
-        task, metrics, average, options, ties, weighted):
-    """polars ranks the rows once and runs each replicate's draws over them (whole counts, or
-    fractional weights times the draws, with zero weights and a segment whose every weight
-    is 0): the intervals of the plans over the replicated rows (DuckDB's), and the oracle's;
-    scores on a grid of 11 (blocks of tied scores) or each its own."""
+        task, metrics, average, options, ties, weighted, monkeypatch):
+    """polars and DuckDB hand their rows to one kernel that ranks them once and runs each
+    replicate's draws over them (whole counts, or fractional weights times the draws, with
+    zero weights and a segment whose every weight is 0; a segment of one sample, one of
+    negatives only, one lacking a label): on both engines, held or a batch of segments at a
+    time under a budget, the intervals of the plans over the replicated rows (DuckDB's SQL),
+    and the oracle's; each label's bootstrap interval the same bits on both engines. Scores on
+    a grid of 11 (blocks of tied scores) or each its own."""
     from mleval_sql.progress import timings
 
     frame = make_predictions(task, seed=21, n_samples=70, weighted=weighted, int_ids=not ties,
@@ -183,28 +234,27 @@ def test_rows_ranked_once_for_every_replicate_give_the_replicated_rows_intervals
     common = {"task": task, "average": average, "ci": 0.9, "resamples": 25, "seed": 3,
               **options}
     level = common["ci"]
-    with timings() as seconds:
-        got = me.evaluate(frame, metrics, engine="polars", **common)
-    assert any("bootstrap: ranking" in s for s in seconds)  # the rows ranked once
-    want = me.evaluate(frame, metrics, engine="duckdb", **common)
-    assert got.select(pl.exclude("value", "ci_low", "ci_high")).equals(
-        want.select(pl.exclude("value", "ci_low", "ci_high")))
-    for c in ("value", "ci_low", "ci_high"):
-        assert all(close(a, b, rel=1e-12, abs_=1e-15) for a, b in zip(got[c], want[c],
-                                                                       strict=True)), c
-    assert got["ci_low"].null_count() < got.height
-    if options.get("by"):  # under a budget of half the rows: a batch of segments at a time
-        from mleval_sql.engines.segments import ROW_BYTES
-
+    want = replicated_plans(frame, metrics, **common)
+    assert want["ci_low"].null_count() < want.height
+    ranked = {}
+    for engine in RANKING_ENGINES:
         with timings() as seconds:
-            read = me.evaluate(frame, metrics, engine="polars",
-                               memory_limit=frame.height * ROW_BYTES // 2, **common)
+            got = ranked[engine] = me.evaluate(frame, metrics, engine=engine, **common)
+        assert any("bootstrap: ranking" in s for s in seconds), engine  # the rows ranked once
+        assert_intervals_close(got, want, engine)
+        if not options.get("by"):
+            continue
+        # under a budget of half the rows: a batch of segments at a time
+        with monkeypatch.context() as patch:
+            budget = rows_per_budget(patch, frame.height // 2)
+            with timings() as seconds:
+                read = me.evaluate(frame, metrics, engine=engine, memory_limit=budget, **common)
         assert any(s.endswith("ranking, by batch > reading") for s in seconds), list(seconds)
-        assert read.select(pl.exclude("value", "ci_low", "ci_high")).equals(
-            got.select(pl.exclude("value", "ci_low", "ci_high")))
-        for c in ("value", "ci_low", "ci_high"):
-            assert all(close(a, b, rel=1e-12, abs_=1e-15) for a, b in zip(read[c], got[c],
-                                                                           strict=True)), c
+        assert_intervals_close(read, got, f"{engine} under a budget")
+        assert bootstrap_rows(read).equals(bootstrap_rows(got)), engine
+    # DuckDB's intervals are polars', each label's bit for bit
+    assert bootstrap_rows(ranked["duckdb"]).equals(bootstrap_rows(ranked["polars"]))
+    got = ranked["duckdb"]
     by = [options["by"]] if isinstance(options.get("by"), str) else options.get("by", [])
     if len(by) == 1 and average is not None:  # the oracle's own replicates
         weighed = frame if weighted else frame.with_columns(weight=pl.lit(1.0))
@@ -222,30 +272,43 @@ def test_rows_ranked_once_for_every_replicate_give_the_replicated_rows_intervals
                     assert close(row[c], row[f"{c}_right"], rel=1e-9, abs_=1e-12), (c, row)
 
 
+@pytest.mark.parametrize("engine", RANKING_ENGINES)
 @pytest.mark.parametrize("weight", [None, "weight"], ids=["whole-counts", "weighted"])
-def test_replicates_come_all_at_once_only_where_the_rows_are_ranked_once(weight):
-    """polars takes every replicate in one run where the rows ranked once give the metrics
-    asked (whole counts or weighted); another ranking metric (break_even) is a plan over
-    replicated rows, which runs as many replicates at a time as the budget holds."""
+def test_replicates_come_all_at_once_only_where_the_rows_are_ranked_once(
+        engine, weight, monkeypatch):
+    """polars and DuckDB take every replicate in one run where the rows ranked once give the
+    metrics asked (whole counts or weighted); another ranking metric (break_even), or a
+    segment larger than the budget holds in memory, is a plan over replicated rows, which
+    runs as many replicates at a time as the budget holds."""
+    from mleval_sql import uncertainty
     from mleval_sql.engines import make_engine
     from mleval_sql.params import DEFAULTS
     from mleval_sql.schema import Columns
     from mleval_sql.sources import as_source
 
     frame = make_predictions("multilabel", seed=3, n_samples=60, weighted=weight is not None)
-    runner = make_engine("polars", as_source(frame), Columns(), weight, ["region"],
-                         memory_limit="1MB")  # 4,000 replicated rows a run
-    runner.summary()
+    # 4,000 replicated rows a run in a budget DuckDB runs in
+    monkeypatch.setattr(uncertainty, "REPLICATED_ROW_BYTES", 64_000_000 // 4_000)
     steps = ["sample_ids", "replicates", "threshold_counts", "decision_metrics",
              "ranking_metrics"]
     params = {**DEFAULTS, "resamples": 200, "micro": False}
-    at_once = 4_000 // frame.height
-    for asked, runs in ((["average_precision", "roc_auc"], 1),
-                        (["break_even"], math.ceil(200 / at_once))):
+    in_turn = math.ceil(200 / (4_000 // frame.height))
+    for row_bytes, asked, runs in ((None, ["average_precision", "roc_auc"], 1),
+                                   (None, ["break_even"], in_turn),
+                                   (10**9, ["average_precision", "roc_auc"], in_turn)):
+        if row_bytes is not None:  # every segment larger than the budget, ranked or not
+            monkeypatch.setattr("mleval_sql.engines.segments.ROW_BYTES", row_bytes)
+            monkeypatch.setattr("mleval_sql.engines.polars.bootstrap.RANKED_ROW_BYTES",
+                                row_bytes)
+        runner = make_engine(engine, as_source(frame), Columns(), weight, ["region"],
+                             memory_limit="64MB")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # polars: it streams a segment over the budget
+            runner.summary()
         keep = {"decision_metrics": (["f1"], ["none"]), "ranking_metrics": (asked, ["none"])}
         chunks = runner.replicate_chunks(steps, params, rows=frame.height, keep=keep)
         assert len(chunks) == runs and [r for c in chunks for r in c] == list(range(200))
-    runner.close()
+        runner.close()
 
 
 @pytest.mark.parametrize("weighted", [True, False], ids=["weighted", "whole-counts"])

@@ -1,7 +1,9 @@
 """What every engine does the same way: the canonical columns, the loop over batches of segments
-under a memory budget, and the two entry points (``summary``, ``results``). An engine subclasses
-:class:`BaseEngine` and supplies only what differs: how it counts the rows per segment, how it
-restricts its input to a batch of segments, and how it runs the summary and the steps.
+under a memory budget, the two entry points (``summary``, ``results``) and the bootstrap of rows
+ranked once. An engine subclasses :class:`BaseEngine` and supplies only what differs: how it
+counts the rows per segment, how it restricts its input to a batch of segments, how it runs the
+summary and the steps, and (to rank a bootstrap's rows once) how it hands a batch's canonical
+rows over as a polars frame.
 
 >>> [c.name for c in canonical_columns(Columns(), "weight", clustering=False)]
 ['sample', 'label', 'score', 'truth', 'weight']
@@ -66,6 +68,11 @@ class BaseEngine:
     name: str
     #: Every weight is 1 (no weight column): the steps may count instead of summing weights.
     unit_weights: bool = False
+    #: A bootstrap whose metrics the rows ranked once give (plans.bootstrap.serves) ranks each
+    #: batch's rows once for every replicate, where the engine can hand them over in memory
+    #: (:meth:`_ranks_in_memory`). False: every replicate through the steps over the replicated
+    #: rows (queries/replicates.sql), the oracle the tests hold the ranked rows to.
+    ranks_replicates: bool = True
 
     def __init__(self, by: Sequence[str], memory_limit: str | int | None) -> None:
         self.by = list(by)
@@ -103,12 +110,33 @@ class BaseEngine:
         (None: nothing; an engine that holds its own limit, as DuckDB does, says None)."""
         return None
 
+    def _ranks_in_memory(self) -> bool:
+        """Whether the engine can hand a bootstrap's rows to the kernel that ranks them once
+        (:meth:`_frame`): the input is predictions (not a clustering table), and every batch
+        of segments it reads fits its memory (no segment larger than the budget). False by
+        default: an engine whose rows live elsewhere (a database, Spark) runs the replicated
+        plans."""
+        return False
+
+    def _frame(self, rows: Any) -> pl.DataFrame:
+        """The canonical rows of the engine's handle ``rows`` (a batch of segments, as
+        :meth:`_restricted` gives it) as a polars frame in memory, truth boolean."""
+        raise NotImplementedError
+
+    def _sample_ids(self) -> pl.DataFrame:
+        """The table of the ``sample_ids`` step (sample, id), by id, once it has run."""
+        raise NotImplementedError
+
     def replicate_chunks(self, steps: Sequence[str], params: dict[str, object], *,
                          rows: int, keep: Keep) -> list[list[int]]:
         """The bootstrap's replicates (0 .. resamples - 1) in the runs :meth:`results` takes
-        at once: each run of ``steps`` reads the input's ``rows`` once per replicate, so as
-        many as the budget holds (:data:`mleval_sql.uncertainty.CHUNK_ROWS` rows without
-        one)."""
+        at once: every replicate where the rows are ranked once for all of them (they hold a
+        few numbers per label and replicate, not the rows); else each run of ``steps`` reads
+        the input's ``rows`` once per replicate, so as many as the budget holds
+        (:data:`mleval_sql.uncertainty.CHUNK_ROWS` rows without one)."""
+        if self._ranks_replicates(steps, self.switches(steps, params), keep,
+                                  numeric_truth=False):
+            return [list(range(int(params["resamples"])))]  # type: ignore[call-overload]
         budget = (self.budget // uncertainty.REPLICATED_ROW_BYTES if self.budget
                   else uncertainty.CHUNK_ROWS)
         return uncertainty.chunks(int(params["resamples"]), rows=rows,  # type: ignore[call-overload]
@@ -129,12 +157,19 @@ class BaseEngine:
         under a memory budget; a ``whole`` step once, on every segment's rows, for the rest of
         the request). ``truth`` is boolean unless ``numeric_truth`` (regression: the target;
         clustering: the reference class)."""
-        steps = list(steps)
+        steps, keep = list(steps), keep or {}
         params = self.switches(steps, params)
+        ranked = self._ranks_replicates(steps, params, keep, numeric_truth=numeric_truth)
         steps = self._run_whole(steps, params, numeric_truth=numeric_truth)
+        if ranked:
+            return self._ranked_replicates(steps, params, keep)
+        return self._run_batches(steps, params, numeric_truth=numeric_truth, keep=keep)
+
+    def _run_batches(self, steps: list[str], params: dict[str, object], *,
+                     numeric_truth: bool, keep: Keep) -> dict[str, pl.DataFrame]:
+        """Every step on each batch of segments in turn, the batches' rows merged."""
         return self._each(lambda rows: self._results(rows, steps, params,
-                                                     numeric_truth=numeric_truth,
-                                                     keep=keep or {}),
+                                                     numeric_truth=numeric_truth, keep=keep),
                           "metrics", merge_batches)
 
     def switches(self, steps: Sequence[str], params: dict[str, object]) -> dict[str, object]:
@@ -153,14 +188,82 @@ class BaseEngine:
             self.whole.update(whole)
         return [s for s in steps if not STEPS[s].whole]
 
-    def _each(self, run: Callable[[Any], T], what: str, combine: Callable[[list[T]], T]) -> T:
-        """``run`` on the whole input, or on each batch of segments with the parts combined."""
-        if len(self.batches) < 2:  # no budget, one batch, or an empty input
+    # -- the bootstrap of rows ranked once, on every engine that hands its rows over ----------
+    #
+    # A replicate changes the rows' weights (their draws), not their order: the rows sorted
+    # once give every replicate's decision counts, ROC AUC and average precision as running
+    # sums of its draws (engines/polars/bootstrap.py). An engine whose steps are SQL would
+    # otherwise run every step over the rows once per replicate (queries/replicates.sql: a
+    # scan, a join and a sort of the replicated rows each time; DuckDB at 1M rows, 200
+    # replicates: 86 s against 1.2 s without the interval), so it hands each batch's rows, read
+    # within its budget, to the same kernel: one sort for every replicate, and the same
+    # intervals on every engine, bit for bit, whatever the rows' order.
+
+    def _ranks_replicates(self, steps: Sequence[str], params: dict[str, object],
+                          keep: Keep, *, numeric_truth: bool) -> bool:
+        """Whether this run of ``steps`` is a bootstrap the rows ranked once serve: the kernel
+        gives its metrics (plans.bootstrap.serves) and the engine its rows in memory."""
+        from mleval_sql.engines.polars import bootstrap  # imports this module
+
+        return (self.ranks_replicates and not numeric_truth
+                and bootstrap.serves(steps, params, keep) and self._ranks_in_memory())
+
+    def _ranked_replicates(self, steps: list[str], params: dict[str, object],
+                           keep: Keep) -> dict[str, pl.DataFrame]:
+        """The bootstrap's final rows from each batch's rows ranked once for every replicate:
+        each replicate's decision counts, average precision and ROC AUC per label
+        (plans.bootstrap.replicated: whole counts, or weights times draws) as the statistics
+        the final steps read (plans.bootstrap.ranked_statistics), and those steps as polars
+        plans over them (a few rows per label and replicate, whatever the engine)."""
+        from mleval_sql.engines.polars import bootstrap
+        from mleval_sql.engines.polars.collect import planned
+
+        ids = self._sample_ids()
+        starts = bootstrap.hash_starts(ids.height, int(params["seed"]))  # type: ignore[call-overload]
+        replicates = list(params["replicates"])  # type: ignore[call-overload]
+
+        def ranked(rows: pl.DataFrame) -> pl.DataFrame:
+            return bootstrap.replicated(
+                rows, ids, starts, replicates, threshold=float(params["threshold"]),  # type: ignore[arg-type]
+                weighted=not self.unit_weights, ranking="ranking_metrics" in steps)
+
+        given = bootstrap.ranked_statistics(self._each_ranked(ranked), keep)
+        # every step that reads the rows is given: the steps left read statistics
+        return planned({}, [s for s in steps if s != "replicates"], params, keep, given=given)
+
+    def _each_ranked(self, run: Callable[[pl.DataFrame], T]) -> list[T]:
+        """``run`` on each batch's canonical rows as a polars frame (:meth:`_frame`), read in
+        turn: one batch in memory at a time."""
+        return self._each(lambda rows: [run(self._frame(rows))], "ranking",
+                          lambda parts: [t for part in parts for t in part],
+                          keys=self._ranking_batches())
+
+    def _ranking_batches(self) -> list[pl.DataFrame]:
+        """The batches of whole segments :meth:`_each_ranked` reads: at most
+        :data:`~mleval_sql.engines.polars.collect.HELD_BATCH_ROWS` rows (smaller sorts run
+        faster, as polars batches the rows it holds) and, under a budget, as many as it holds
+        while they are ranked (plans.bootstrap.RANKED_ROW_BYTES a row: more than the steps'
+        :data:`~mleval_sql.engines.segments.ROW_BYTES`); a larger segment alone."""
+        from mleval_sql.engines.polars.bootstrap import RANKED_ROW_BYTES
+        from mleval_sql.engines.polars.collect import HELD_BATCH_ROWS
+
+        if not self.by:
+            return []
+        rows = HELD_BATCH_ROWS if self.budget is None else max(
+            1, min(HELD_BATCH_ROWS, self.budget // RANKED_ROW_BYTES))
+        return segments.batches(self._segment_counts(), self.by, rows * segments.ROW_BYTES)
+
+    def _each(self, run: Callable[[Any], T], what: str, combine: Callable[[list[T]], T], *,
+              keys: list[pl.DataFrame] | None = None) -> T:
+        """``run`` on the whole input, or on each batch of segments (``keys``; default the
+        budget's) with the parts combined."""
+        every = self.batches if keys is None else keys
+        if len(every) < 2:  # no budget, one batch, or an empty input
             with self._restricted(None, few=True) as rows:
                 return run(rows)
         parts = []
-        for keys in with_progress(self.batches, what):
-            with self._restricted(keys, few=keys.height <= segments.FEW_SEGMENTS) as rows:
+        for batch in with_progress(every, what):
+            with self._restricted(batch, few=batch.height <= segments.FEW_SEGMENTS) as rows:
                 parts.append(run(rows))
             del rows  # a batch's rows in memory are let go before the next is read
         return combine(parts)

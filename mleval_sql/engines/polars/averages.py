@@ -36,10 +36,12 @@ def label_averages(label_values: pl.LazyFrame, *,
             .join(label_values, on=["segment", *_KEYS], how="left", nulls_equal=True))
     out = [grid.select("segment", *_KEYS, "value")]
     if keep is None or set(AVERAGED) & set(keep[1]):
-        value = pl.col("value")
+        # each group's labels in one order: a sum's last bit follows the order of its terms,
+        # and the joins above keep none (a rerun gives the same bits)
+        value, support = pl.col("value").sort_by("label"), pl.col("support").sort_by("label")
         per_label = grid.filter(pl.col("average").is_null() & pl.col("label").is_not_null())
         out.append(per_label.group_by("segment", "metric")
-                   .agg(macro=value.mean(), weighted=nan_average(value, pl.col("support")),
+                   .agg(macro=value.mean(), weighted=nan_average(value, support),
                         macro_std=_spread(value))
                    .unpivot(on=list(AVERAGED), index=["segment", "metric"],
                             variable_name="average", value_name="value"))

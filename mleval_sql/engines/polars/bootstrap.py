@@ -2,7 +2,10 @@
 queries/replicates.sql): the same integer hash, so the same draws, on every engine; and, where
 the metrics read only running sums down each label's sorted rows, the rows ranked once for
 every replicate, each replicate a running sum of its draws (:class:`Ranked`, whole counts) or
-of its weighted draws (:class:`RankedWeights`, a weight column)."""
+of its weighted draws (:class:`RankedWeights`, a weight column). Every engine that can hand its
+canonical rows over as polars frames a batch of segments at a time (engines/base.py) runs the
+same kernel: :func:`serves` says when, :func:`replicated` ranks a batch, and
+:func:`ranked_statistics` makes the statistics tables the final steps read."""
 
 from __future__ import annotations
 
@@ -15,10 +18,13 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from mleval_sql.engines.polars._common import keys_as_text
 from mleval_sql.progress import stage
 
 if TYPE_CHECKING:  # numpy only where a bootstrap runs: a polars request does not import it
     import numpy as np
+
+    from mleval_sql.engines import Keep
 
 __all__ = ["replicates", "sample_ids"]
 
@@ -384,6 +390,54 @@ def _in_order(rows: pl.LazyFrame) -> pl.LazyFrame:
     keys, four times slower)."""
     return (rows.sort("sid").cache().sort("score", descending=True, maintain_order=True)
             .cache().sort("run", maintain_order=True))
+
+
+#: The memory a batch's row takes while the kernel ranks it, the row as read included: it sets
+#: the batches the engines hand over under a budget. Measured (5M rows, 4 segments x 10 labels,
+#: 200 replicates, two threads): 139 bytes a row beyond the rows weighted, 99 whole counts; a
+#: row as DuckDB hands it over (text keys) about 56.
+RANKED_ROW_BYTES = 200
+#: The steps of a bootstrap that the rows ranked once give every replicate ...
+RANKED_STEPS = ("sample_ids", "threshold_counts", "decision_metrics", "ranking_metrics")
+#: ... and the ranking metrics they give (:meth:`Ranked.statistics`)
+RANKED_METRICS = ("roc_auc", "average_precision")
+
+
+def serves(steps: Sequence[str], params: dict[str, object], keep: Keep) -> bool:
+    """Whether the bootstrap's ``steps`` read only what a ranking of the rows once gives every
+    replicate (:class:`Ranked`; :class:`RankedWeights` with a weight column): decision counts
+    at the threshold, ROC AUC and average precision per label (and their averages over
+    labels). What the engine's rows allow (in memory, a batch at a time) is the engine's to
+    say (``BaseEngine._ranks_in_memory``)."""
+    rest = set(steps) - {"replicates"}
+    if "replicates" not in steps or not rest <= set(RANKED_STEPS):
+        return False
+    if "ranking_metrics" in rest:
+        asked = keep.get("ranking_metrics")
+        if params["micro"] or params["bins"] is not None or params["max_fpr"] is not None:
+            return False
+        if asked is None or set(asked[0]) - set(RANKED_METRICS):
+            return False
+    return True
+
+
+def ranked_statistics(tables: Sequence[pl.DataFrame], keep: Keep) -> dict[str, pl.LazyFrame]:
+    """The statistics the final steps read, from the tables :func:`replicated` gives (every
+    batch's): ``threshold_counts`` (tp, fp, fn, tn) and the per-label rows of
+    ``ranking_metrics`` asked in ``keep``, keyed by ``{segment, replicate}`` as the plans over
+    the replicated rows key them."""
+    counts = pl.concat(tables).select(
+        pl.struct("segment", "replicate").alias("segment"), "label",
+        "tp", "fp", "fn", "tn", "ap_sum", "discordant")
+    p, n = pl.col("tp") + pl.col("fn"), pl.col("fp") + pl.col("tn")
+    values = {"average_precision": pl.when(p > 0).then(pl.col("ap_sum") / p),
+              "roc_auc": pl.when((p > 0) & (n > 0)).then(1 - pl.col("discordant"))}
+    asked = keep.get("ranking_metrics", (list(values), []))[0]
+    return {"threshold_counts": counts.lazy().drop("ap_sum", "discordant"),
+            "ranking_metrics": pl.concat([counts.lazy().select(
+                "segment", metric=pl.lit(metric), average=pl.lit(None, pl.String),
+                label="label", value=values[metric], support=p)
+                for metric in RANKED_METRICS if metric in asked]).pipe(keys_as_text)}
 
 
 def replicated(rows: pl.DataFrame, ids: pl.DataFrame, starts: np.ndarray,

@@ -2,39 +2,35 @@
 
 from __future__ import annotations
 
-import inspect
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import accumulate, pairwise
+from typing import TypeVar
 
 import polars as pl
 
 from mleval_sql.engines import Keep, segments
 from mleval_sql.engines import polars as plans
 from mleval_sql.engines.base import BaseEngine, Canonical, canonical_columns
-from mleval_sql.engines.polars._common import keys_as_text
+from mleval_sql.engines.polars import collect
+from mleval_sql.engines.polars.collect import as_text, planned
 from mleval_sql.engines.segments import merge_batches, packed, with_progress
 from mleval_sql.progress import stage
-from mleval_sql.registry import AVERAGING, STEPS
+from mleval_sql.registry import STEPS
 from mleval_sql.schema import Columns
 from mleval_sql.sources import Source
 
-#: Rows of whole segments evaluated together when the input is held (no budget): one sort of
-#: tens of millions of rows costs more than its parts (30M rows, exact request: 9.8 s in one
-#: batch, 8.5 s in batches of up to 6M rows, the segments of 3.75M rows).
-HELD_BATCH_ROWS = 6_000_000
-#: The steps of a bootstrap that the rows ranked once give every replicate.
-_RANKED = ("sample_ids", "threshold_counts", "decision_metrics", "ranking_metrics")
-#: ... and the ranking metrics they give (plans.bootstrap.Ranked.statistics)
-_RANKED_METRICS = ("roc_auc", "average_precision")
+T = TypeVar("T")
+
 
 
 class PolarsEngine(BaseEngine):
     """Evaluate with polars, in memory.
 
     Without a budget the canonical rows are read once and held: the checks run on all of
-    them, the metrics on batches of whole segments of about :data:`HELD_BATCH_ROWS` rows
+    them, the metrics on batches of whole segments of about
+    :data:`~mleval_sql.engines.polars.collect.HELD_BATCH_ROWS` rows
     (slices of the held rows), whose sorts run faster than one sort of tens of millions of
     rows. With a ``memory_limit``, an input the budget holds is held the same way; a larger
     one goes in batches of segments of about the budget's rows (engines/base.py,
@@ -73,7 +69,7 @@ class PolarsEngine(BaseEngine):
                 return super().summary()
         with stage("reading"):
             held = self._canonical(self.source).collect()
-        self.batches = in_batches(held, HELD_BATCH_ROWS)
+        self.batches = in_batches(held, collect.HELD_BATCH_ROWS)
         # the rows in batch order: the batches' own memory (a sorted copy, where in_batches
         # had to sort), not the rows as read besides
         self.held = held if len(self.batches) == 1 else pl.concat(self.batches, rechunk=False)
@@ -84,19 +80,11 @@ class PolarsEngine(BaseEngine):
         # not every row (at 30M rows 1.1 GiB at the peak rather than 2.0)
         return pl.concat([self._summary(rows) for rows in self.batches])
 
-    def results(self, steps: Iterable[str], params: dict[str, object], *,
-                numeric_truth: bool = False, keep: Keep | None = None) -> dict[str, pl.DataFrame]:
-        steps = list(steps)
-        if self._ranks_replicates(steps, self.switches(steps, params), keep or {},
-                                  numeric_truth=numeric_truth):
-            params = self.switches(steps, params)
-            steps = self._run_whole(steps, params, numeric_truth=numeric_truth)
-            return self._ranked_replicates(steps, params, keep or {})
+    def _run_batches(self, steps: list[str], params: dict[str, object], *,
+                     numeric_truth: bool, keep: Keep) -> dict[str, pl.DataFrame]:
         if self.held is None:
-            return super().results(steps, params, numeric_truth=numeric_truth, keep=keep)
-        params = self.switches(steps, params)
-        steps = self._run_whole(steps, params, numeric_truth=numeric_truth)
-        parts = [self._results(rows, steps, params, numeric_truth=numeric_truth, keep=keep or {})
+            return super()._run_batches(steps, params, numeric_truth=numeric_truth, keep=keep)
+        parts = [self._results(rows, steps, params, numeric_truth=numeric_truth, keep=keep)
                  for rows in with_progress(self.batches, "metrics")]
         return parts[0] if len(parts) == 1 else merge_batches(parts)
 
@@ -104,75 +92,25 @@ class PolarsEngine(BaseEngine):
         self.held = None
         self.batches = []
 
-    def replicate_chunks(self, steps: Sequence[str], params: dict[str, object], *,
-                         rows: int, keep: Keep) -> list[list[int]]:
-        """Every replicate at once where the rows are ranked once for all of them (they hold a
-        few numbers per label and replicate, not the rows), else as every engine."""
-        if self._ranks_replicates(steps, self.switches(steps, params), keep,
-                                  numeric_truth=False):
-            return [list(range(int(params["resamples"])))]  # type: ignore[call-overload]
-        return super().replicate_chunks(steps, params, rows=rows, keep=keep)
-
-    def _ranks_replicates(self, steps: Sequence[str], params: dict[str, object],
-                          keep: Keep, *, numeric_truth: bool) -> bool:
-        """Whether the bootstrap's ``steps`` read only what a ranking of the rows once gives
-        every replicate (plans.bootstrap.Ranked, RankedWeights with a weight column): decision
-        counts at the threshold, ROC AUC and average precision per label (and their averages
-        over labels), held in memory or a batch of segments at a time under a budget."""
-        rest = set(steps) - {"replicates"}
-        if "replicates" not in steps or not rest <= set(_RANKED) or numeric_truth:
-            return False
+    def _ranks_in_memory(self) -> bool:
+        """Predictions held in memory, or read a batch of segments at a time under a budget
+        that holds the largest segment (a larger one: the plans stream it)."""
         if self.summary_plan is not plans.validate_summary:
             return False
-        if self.held is None and (self.budget is None or self.over_budget() is not None):
-            return False  # a segment larger than the budget: the plans stream it
-        if "ranking_metrics" in rest:
-            asked = keep.get("ranking_metrics")
-            if params["micro"] or params["bins"] is not None or params["max_fpr"] is not None:
-                return False
-            if asked is None or set(asked[0]) - set(_RANKED_METRICS):
-                return False
-        return True
+        return self.held is not None or (self.budget is not None and self.over_budget() is None)
 
-    def _ranked_replicates(self, steps: list[str], params: dict[str, object],
-                           keep: Keep) -> dict[str, pl.DataFrame]:
-        """The bootstrap's final rows from each batch's rows ranked once for every replicate:
-        each replicate's decision counts, average precision and ROC AUC per label
-        (plans.bootstrap.replicated: whole counts, or weights times draws), as the statistics
-        the final steps read, keyed by ``{segment, replicate}`` as the plans over the
-        replicated rows key them. A batch at a time: held, or read in turn under a budget."""
-        ids = self.shared["sample_ids"].collect()
-        starts = plans.bootstrap.hash_starts(ids.height, int(params["seed"]))  # type: ignore[call-overload]
-
-        def replicated(rows: pl.DataFrame | pl.LazyFrame) -> list[pl.DataFrame]:
-            if isinstance(rows, pl.LazyFrame):
-                rows = rows.collect(engine="streaming")
-            return [plans.bootstrap.replicated(
-                rows, ids, starts, list(params["replicates"]),  # type: ignore[call-overload]
-                threshold=float(params["threshold"]),  # type: ignore[arg-type]
-                weighted=not self.unit_weights, ranking="ranking_metrics" in steps)]
-
+    def _each_ranked(self, run: Callable[[pl.DataFrame], T]) -> list[T]:
+        """The held rows' batches (slices of them), or each batch read in turn."""
         if self.held is not None:
-            tables = [t for rows in self.batches for t in replicated(rows)]
-        else:
-            tables = self._each(replicated, "ranking",
-                                lambda parts: [t for part in parts for t in part])
-        counts = pl.concat(tables).select(
-            pl.struct("segment", "replicate").alias("segment"), "label",
-            "tp", "fp", "fn", "tn", "ap_sum", "discordant")
-        p, n = pl.col("tp") + pl.col("fn"), pl.col("fp") + pl.col("tn")
-        values = {"average_precision": pl.when(p > 0).then(pl.col("ap_sum") / p),
-                  "roc_auc": pl.when((p > 0) & (n > 0)).then(1 - pl.col("discordant"))}
-        asked = keep.get("ranking_metrics", (list(values), []))[0]
-        given = {"threshold_counts": counts.lazy().drop("ap_sum", "discordant"),
-                 "ranking_metrics": pl.concat([counts.lazy().select(
-                     "segment", metric=pl.lit(metric), average=pl.lit(None, pl.String),
-                     label="label", value=values[metric], support=p)
-                     for metric in _RANKED_METRICS if metric in asked]).pipe(keys_as_text)}
-        rest = [s for s in steps if s != "replicates"]
-        # every step that reads rows is given: the rows passed are not read
-        return self._results(pl.DataFrame(), rest, params, numeric_truth=False, keep=keep,
-                             given=given)
+            return [run(rows) for rows in self.batches]
+        return super()._each_ranked(run)
+
+    def _frame(self, rows: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
+        # under a budget that holds the largest segment a batch is read into memory already
+        return rows.collect(engine="streaming") if isinstance(rows, pl.LazyFrame) else rows
+
+    def _sample_ids(self) -> pl.DataFrame:
+        return self.shared["sample_ids"].collect()
 
     def _segment_counts(self) -> pl.DataFrame:
         if self.counts is None:
@@ -255,15 +193,13 @@ class PolarsEngine(BaseEngine):
 
     def _results(self, rows: pl.LazyFrame | pl.DataFrame, steps: list[str],
                  params: dict[str, object], *, numeric_truth: bool,
-                 keep: Keep, given: dict[str, pl.LazyFrame] | None = None
-                 ) -> dict[str, pl.DataFrame]:
-        """Build every step's plan (those in ``given`` as given), then collect the final steps'
-        rows in one go (the plan of a segment larger than the budget on the streaming engine,
-        which need not hold it)."""
-        engine = "auto" if isinstance(rows, pl.DataFrame) else "streaming"
+                 keep: Keep) -> dict[str, pl.DataFrame]:
+        """Every step's plan over ``rows``, the final steps' rows collected in one go (the plan
+        of a segment larger than the budget on the streaming engine, which need not hold it)."""
         truth = pl.col("truth") if numeric_truth else pl.col("truth").cast(pl.Boolean)
         relations = {**self.shared, "predictions": rows.lazy().with_columns(truth)}
-        if given is None and _fuses_delong(steps, params):
+        given = None
+        if _fuses_delong(steps, params):
             # the curve's metrics and DeLong's variance from one pass by run number
             curve, variance = plans.ranking.ranked_delong(
                 relations["predictions"], bins=params["bins"],  # type: ignore[arg-type]
@@ -271,33 +207,8 @@ class PolarsEngine(BaseEngine):
                 keep=keep.get("curve_metrics"))
             given = {"curve_metrics": curve, "delong": variance}
             steps = [s for s in steps if s not in ("ranked_points", "block_placements")]
-        finals: dict[str, pl.LazyFrame] = {}
-        for name in steps:
-            step = STEPS[name]
-            build = getattr(plans, name)
-            options = {p: params[p] for p in step.params}
-            if name in keep and "keep" in inspect.signature(build).parameters:
-                options["keep"] = keep[name]  # a plan that can skip the rows not asked for
-            if "unit_weights" in inspect.signature(build).parameters:
-                options["unit_weights"] = params["unit_weights"]
-            plan = (given[name] if given and name in given
-                    else build(*(relations[r] for r in step.reads), **options))
-            if step.averaged:  # its per-label rows: the grid of labels and the averages
-                # cached: label_averages reads them three times (2M-row lake: 9.0 -> 6.0 s CPU)
-                plan = getattr(plans, AVERAGING.name)(
-                    plan.cache(), **({"keep": keep[name]} if name in keep else {}))
-            if step.gives is None:
-                finals[name] = plan if name not in keep else plan.filter(
-                    pl.col("metric").is_in(keep[name][0]),
-                    pl.col("average").fill_null("none").is_in(keep[name][1]))
-            elif step.whole:  # kept for the rest of the request
-                relations[step.gives] = self.shared[step.gives] = plan.collect().lazy()
-            else:  # a statistics table feeds several plans: computed once, from one scan
-                relations[step.gives] = plan.cache()
-        with stage("statistics and metrics: one polars plan"):
-            frames = pl.collect_all(list(finals.values()), engine=engine)
-        return dict(zip(finals, map(as_text, frames), strict=True))
-
+        return planned(relations, steps, params, keep, given=given, shared=self.shared,
+                       streaming=isinstance(rows, pl.LazyFrame))
 
 
 def _fuses_delong(steps: Sequence[str], params: dict[str, object]) -> bool:
@@ -340,22 +251,3 @@ def in_batches(rows: pl.DataFrame, size: int) -> list[pl.DataFrame]:
     bounds = [start for start, this, last in zip(starts, batch, [-1, *batch], strict=False)
               if this != last]
     return [rows.slice(a, b - a) for a, b in pairwise([*bounds, rows.height])]
-
-
-def as_text(frame: pl.DataFrame) -> pl.DataFrame:
-    """``frame`` with its Categorical columns (and struct fields) as text, as every engine gives
-    them.
-
-    >>> coded = pl.DataFrame({"label": ["a"]}, schema={"label": pl.Categorical})
-    >>> as_text(coded.select(segment=pl.struct("label"), label="label")).schema
-    Schema([('segment', Struct({'label': String})), ('label', String)])
-    """
-    return frame.cast({name: _text(dtype) for name, dtype in frame.schema.items()})
-
-
-def _text(dtype: pl.DataType) -> pl.DataType:
-    if isinstance(dtype, pl.Categorical):
-        return pl.String()
-    if isinstance(dtype, pl.Struct):
-        return pl.Struct({f.name: _text(f.dtype) for f in dtype.fields})
-    return dtype
