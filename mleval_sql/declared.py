@@ -42,7 +42,8 @@ from mleval_sql.registry import DECLARED_REGRESSION as REGRESSION_FAMILY
 from mleval_sql.registry import LOWER_IS_BETTER, METRICS, SHARED_FILE, SHARED_METRICS, Metric
 from mleval_sql.sources import beside
 
-__all__ = ["Declared", "declare", "define", "defined", "defining", "load", "shared", "undefine"]
+__all__ = ["Declared", "declare", "define", "defined", "defining", "kept", "load", "shared",
+           "undefine"]
 
 #: The statistics an expression reads, per (segment, label) and pooled for micro: weights
 #: summed at the threshold, and the parameters of the request.
@@ -216,6 +217,28 @@ def defining(name: str, expression: str, **options: object) -> Iterator[Declared
     finally:
         if DECLARED.get(name) is metric:
             undefine(name)
+
+
+@contextmanager
+def kept() -> Iterator[None]:
+    """The registry as it is now, put back after the block: what the block declares (``define=``,
+    a lake's ``metrics.toml``...) or removes does not outlive it.
+
+    >>> with kept():
+    ...     _ = define("cost", "(5 * fn + fp) / n")
+    >>> "cost" in defined()
+    False
+    """
+    declared, metrics, lower = dict(DECLARED), dict(METRICS), set(LOWER_IS_BETTER)
+    try:
+        yield
+    finally:
+        DECLARED.clear()
+        DECLARED.update(declared)
+        METRICS.clear()
+        METRICS.update(metrics)
+        LOWER_IS_BETTER.clear()
+        LOWER_IS_BETTER.update(lower)
 
 
 def defined() -> dict[str, Declared]:

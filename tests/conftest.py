@@ -8,10 +8,12 @@ failure on any machine, and prints the failing example and its reproduction blob
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
+from mleval_sql.declared import kept
 from mleval_sql.engines import local_engines
 
 settings.register_profile(
@@ -24,6 +26,14 @@ settings.register_profile(
     "thorough", max_examples=150, print_blob=True, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(autouse=True)
+def _registry_kept() -> Iterator[None]:
+    """A metric a test declares (me.define, define=, a lake's metrics.toml, a page of the docs)
+    is gone after it: tests that walk the registry see the built-in metrics only."""
+    with kept():
+        yield
 
 
 @pytest.fixture(params=local_engines())
