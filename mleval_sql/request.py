@@ -207,7 +207,7 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "(the input's rows in a period of its time column, the window's by default, e.g. "
            "period=2026-10, period=ts:2026-10-01/2026-10-15: each segment, and each window, "
            "against the period's rows of the segment; without windows the rows outside the "
-           "period); a statement's: a table or COL=VALUE. "
+           "period); a statement's: a table, COL=VALUE or period=PERIOD. "
            "evaluate: labelled rows (a path or a frame) that the estimated_* metrics' "
            "calibration map is learnt on", ("drift", "evaluate"),
            metavar="PATH|COL=VALUE|previous|period=PERIOD", commands=("drift", "evaluate")),
@@ -360,10 +360,6 @@ class Request:
                              "frame, {column: value} selecting the input's reference rows, "
                              "previous, or {'period': ...}")
         if action == "drift" and isinstance(values.get("reference"), Period):
-            if _statement:  # the statement's rows are a table's or selected by value
-                raise InputError("reference: a statement compares with a table or the table's "
-                                 "own rows ({column: value}), not yet with a period; me.drift "
-                                 "and mleval drift compare with one")
             # its column and time zone: the window's where it names none (one per request)
             values["reference"] = values["reference"].resolved(values.get("window"))
         if action in ("evaluate", "compare", "slices"):

@@ -238,7 +238,18 @@ def _drift_statement(*, dialect: str | None, table: str, view: str | None, prett
         raise InputError("reference='previous': a statement compares with a table or the "
                          "table's own rows ({column: value}); me.drift and mleval drift "
                          "compare each window with the one before it")
-    if isinstance(reference, Mapping):  # the table's own rows, window by window
+    if isinstance(reference, windows.Period):  # the table's rows in the period, whole
+        kind = "naive" if known is None else reference.kind(known.schema)
+
+        def rows(inside: bool, alias: str) -> exp.Subquery:
+            query = windows.PeriodRows(reference, kind, inside=inside).sql(quoted(table))
+            return exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+
+        if request.window is None:  # the rows outside it are compared with it
+            source = rows(False, "outside")
+        selected, segments, shared = {}, [*window_columns, *by], list(by)
+        other, seen = rows(True, "in_period"), known
+    elif isinstance(reference, Mapping):  # the table's own rows, window by window
         selected = dict(reference)
         segments = [*window_columns, *(c for c in selected if c not in by), *by]
         shared = [*window_columns, *(c for c in by if c not in selected)]
@@ -264,7 +275,7 @@ def _drift_statement(*, dialect: str | None, table: str, view: str | None, prett
     what = f"drift of {', '.join(c.name for c in compared)}"
     text, written = _rendered(body, dialect, request, view=view, pretty=pretty, what=what)
     against = (", ".join(f"{k} = {_shown(v)}" for k, v in selected.items()) if selected
-               else reference)
+               else reference.said() if isinstance(reference, windows.Period) else reference)
     header = (f"-- mleval_sql: {what} from {table} against {against}; "
               f"{', '.join(dict.fromkeys(s for c in compared for s in statistics[c.name]))}"
               f"{'' if request.params['bins'] is None else '; bins ' + str(request.params['bins'])}"

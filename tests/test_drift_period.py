@@ -274,11 +274,11 @@ def test_the_command_line_gives_the_api_rows(tmp_path):
                                                       window=f"ts:1w@{PARIS}"))
 
 
-def test_a_statement_refuses_a_period(capsys):
-    with pytest.raises(InputError, match="not yet with a period"):
-        me.sql(drift=True, reference={"period": "2026-10"}, window="ts:1d", table="preds")
-    assert main(["sql", "--drift", "--reference", "period=ts:2026-10", "--table", "t"]) == 2
-    assert "not yet with a period" in capsys.readouterr().err
+def test_the_command_line_prints_a_period_statement(capsys):
+    assert main(["sql", "--drift", "--reference", "period=ts:2026-10", "--table", "t"]) == 0
+    printed = capsys.readouterr().out
+    assert "against 2026-10 of 'ts' (from 2026-10-01 to 2026-11-01, UTC)" in printed
+    assert "'2026-10-01 00:00:00'" in printed and "'2026-11-01 00:00:00'" in printed
 
 
 def test_evaluate_refuses_a_period_as_its_calibration_reference():

@@ -54,6 +54,11 @@ CASES = {
                       "columns": {"weight": "w"}},
     "edges": {"reference": "reference_rows", "compared": ["score"], "edges": [0.2, 0.5, 0.8],
               "statistics": ["psi", "jensen_shannon", "l_infinity", "wasserstein"]},
+    # the table's rows of a day, whole, against each day's; and against the rows of other days
+    "period-window": {"reference": {"period": "2026-11-02"}, "window": "day:1d", "by": "model",
+                      "compared": ["score", "city"]},
+    "period": {"reference": {"column": "day", "period": "2026-11-01"}, "by": "region",
+               "compared": ["score", "decision", "age"], "columns": {"weight": "w"}},
 }
 
 
@@ -84,7 +89,7 @@ def test_the_statement_on_duckdb_equals_drift(case, tmp_path):
     same(con.sql(statement).pl(), want)
 
 
-@pytest.mark.parametrize("case", ["model-window", "table-weights"])
+@pytest.mark.parametrize("case", ["model-window", "table-weights", "period-window"])
 def test_the_statement_in_psql_equals_drift(case, postgres, pg_connection):
     load("postgres", pg_connection, "preds", CURRENT)
     load("postgres", pg_connection, "reference_rows", REFERENCE)
