@@ -147,6 +147,29 @@ def test_the_page_is_the_latest_window_and_equals_evaluate(lake: Path, tmp_path:
     assert 'id="trends"' in page and "the 1d window [2026-10-09, 2026-10-10)" in page
 
 
+@pytest.mark.parametrize("period", ["2026-10-05", "2026-W41", "2026-10-05/2026-10-07"])
+def test_a_baseline_window_is_the_first_window_in_its_period(lake: Path, tmp_path: Path,
+                                                             period: str) -> None:
+    night(tmp_path, job(lake, None, baseline={"window": period}), "out")
+    metrics = pl.read_parquet(tmp_path / "out" / "metrics.parquet")
+    daily = me.evaluate(lake, ["roc_auc", "f1"], by="model", average="macro", window="date:1d")
+    want = daily.filter(pl.col("window_start") == dt.date(2026, 10, 5))
+    overall = metrics.filter(pl.col("segmentation") == "overall", pl.col("average") == "macro")
+    assert overall.height == want.height == 4
+    for row in want.iter_rows(named=True):
+        got = overall.filter(model=row["model"], metric=row["metric"])["baseline"].item()
+        assert got == pytest.approx(row["value"], rel=1e-12)
+
+
+@pytest.mark.parametrize(("period", "message"), [
+    ("2026-13", "baseline.window: "), ("2026-11", "no 1d window starts in 2026-11 "
+                                                  r"\(from 2026-11-01 to 2026-12-01\)")])
+def test_a_baseline_window_outside_the_job_is_refused(lake: Path, tmp_path: Path, period: str,
+                                                      message: str) -> None:
+    with pytest.raises(JobError, match=message):
+        night(tmp_path, job(lake, None, baseline={"window": period}), "out")
+
+
 def test_a_history_refuses_another_job_and_a_full_refresh_takes_it(lake: Path,
                                                                     tmp_path: Path) -> None:
     history = tmp_path / "history"

@@ -120,8 +120,9 @@ class Rule:
 @dataclass(frozen=True)
 class Baseline:
     """A previous run's output folder (``path``), and/or a model to compare every model with;
-    with a window, the previous window (``previous``) or a window of the history (``window``,
-    its start: ``2026-10`` is the month's first window)."""
+    with a window, the previous window (``previous``) or a window of the job's (``window``, a
+    period's spelling: the first window of each granularity that starts in it, ``2026-10``
+    the month's first day, its first week starting in October, the month)."""
 
     path: Path | None = None
     model: str | None = None
@@ -409,6 +410,12 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
         table = _Table(top.get("baseline", dict), "baseline")
         previous = table.get("previous", bool, default=False)
         period = table.get("window", str, default=None)
+        if period is not None:  # a period's spelling (2026-10, 2026-W41, 2026-10-05): checked
+            try:
+                windows.Period.parse(period)
+            except InputError as error:
+                raise JobError(f"baseline.window: {str(error).removeprefix('reference: ')}"
+                               ) from None
         if (previous or period is not None) and window is None:
             raise JobError("baseline: previous and window compare time windows; the job "
                            "names none ([window] column = ..., every = ...)")

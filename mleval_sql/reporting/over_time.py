@@ -83,10 +83,16 @@ def reference_window(rows: pl.DataFrame, latest: WindowKey | None,
         earlier = starts.filter(starts < start)
         return (grain, earlier.max()) if earlier.len() else None
     assert baseline.window is not None
-    text = starts.cast(pl.String)
-    named = starts.filter(text.str.starts_with(baseline.window))
+    period = Period.parse(baseline.window)  # checked when the job was read
+    low, high = ((period.start.date(), period.end.date()) if starts.dtype == pl.Date
+                 else (period.start, period.end))
+    local = (starts.dt.replace_time_zone(None)  # wall-clock times, as a period reads them
+             if isinstance(starts.dtype, pl.Datetime) and starts.dtype.time_zone else starts)
+    named = starts.filter((local >= low) & (local < high))
     if not named.len():
-        raise JobError(f"baseline.window: no {grain} window starts at {baseline.window!r}; "
+        text = starts.cast(pl.String)
+        raise JobError(f"baseline.window: no {grain} window starts in {period.text} "
+                       f"(from {low} to {high}); "
                        f"the job's {grain} windows start at {text.head(5).to_list()}"
                        f"{' ...' if text.len() > 5 else ''}")
     return grain, named.min()
