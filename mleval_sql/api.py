@@ -105,6 +105,8 @@ def evaluate(
     min_precision: float = DEFAULTS["min_precision"],
     n_bins: int = DEFAULTS["n_bins"],
     average_method: str = DEFAULTS["average_method"],
+    alpha: float = DEFAULTS["alpha"],
+    power: float = DEFAULTS["power"],
     ci: float | None = DEFAULTS["ci"],
     resamples: int = DEFAULTS["resamples"],
     seed: int = DEFAULTS["seed"],
@@ -136,7 +138,9 @@ def evaluate(
     adjusted_rand, adjusted_mutual_info, homogeneity, completeness, v_measure). Clustering
     reads one row per sample, ``sample, truth, cluster[, weight]``; ``average_method``
     ("arithmetic", "geometric", "min", "max") is the mean of the entropies that normalized and
-    adjusted mutual information divide by.
+    adjusted mutual information divide by. ``alpha``: the quantile of the pinball loss
+    (mean_pinball_loss, d2_pinball); ``power``: the Tweedie power (mean_tweedie_deviance,
+    d2_tweedie).
 
     ``ci`` (a level, e.g. 0.95) adds an interval to every row: ``ci_low``, ``ci_high``,
     ``ci_method`` ("delong" for a label's ROC AUC, "bootstrap" for the others: a Poisson
@@ -160,8 +164,8 @@ def evaluate(
         "evaluate", metrics=metrics, threshold=threshold, thresholds=thresholds, bins=bins,
         average=average, beta=beta, k=k, zero_division=zero_division, max_fpr=max_fpr,
         min_recall=min_recall, min_precision=min_precision, n_bins=n_bins,
-        average_method=average_method, ci=ci, resamples=resamples, seed=seed, wide=wide,
-        _source=source, **options)
+        average_method=average_method, alpha=alpha, power=power, ci=ci, resamples=resamples,
+        seed=seed, wide=wide, _source=source, **options)
     return run(request, source).table  # type: ignore[return-value]
 
 
@@ -179,6 +183,8 @@ class ComparisonOptions(SourceOptions, total=False):
     min_precision: float
     n_bins: int
     average_method: str
+    alpha: float
+    power: float
     ci: float | None
     resamples: int
     seed: int
@@ -258,7 +264,7 @@ def run(request: Request, source: Any) -> Outcome:
     if done.plan is None:
         return Outcome(done.task, None, done.sizes)
     by = list(request.by)
-    if done.plan.curve or request.kind == "sweep":
+    if done.plan.curve or request.kind in ("sweep", "thresholds"):
         return Outcome(done.task, curve_table(done.plan, done.results, by), done.sizes)
     table = tidy(done.plan, done.results, by)
     if request.params["ci"] is not None:
@@ -290,8 +296,21 @@ def _with_estimates(request: Request, source: Any, realised: Request | None,
     table = table.sort([*keys, pl.col("metric").replace_strict(rank, return_dtype=pl.Int32)],
                        nulls_last=False, maintain_order=True)
     return Outcome(task, widen(table, keys) if request.wide else table,
-                   theirs.sizes if ours is None else ours.sizes,
+                   theirs.sizes if ours is None else _unlabelled_too(ours.sizes, theirs.sizes),
                    {} if ours is None else ours.curves)
+
+
+def _unlabelled_too(realised: pl.DataFrame, estimated: pl.DataFrame) -> pl.DataFrame:
+    """The sizes of the realised metrics' segments, and of those only the estimates have (no
+    row of known truth there: a label coverage of 0)."""
+    keys = [c for c in realised.columns if c in estimated.columns
+            and c not in ("rows", "samples", "weight", labels.COVERAGE)]
+    missing = estimated.join(realised, on=keys, how="anti", nulls_equal=True)
+    if not missing.height:
+        return realised
+    if labels.COVERAGE in realised.columns:
+        missing = missing.with_columns(pl.lit(0.0).alias(labels.COVERAGE))
+    return pl.concat([realised, missing.select(realised.columns)], how="vertical_relaxed")
 
 
 @dataclass(frozen=True)
@@ -464,8 +483,9 @@ def _execute(request: Request, source: Any) -> Execution:
         if clusters:
             task: Task = clustering.check_summary(summary, cols, weight)
         else:
+            graded = request.metrics[0] if request.graded else None  # type: ignore[index]
             task = check_summary(summary, cols, weight, request.settled_task(),
-                                 expected=expected)
+                                 expected=expected, graded=graded)
             entry.check_task(task)
         sizes = unpack_segment(summary.select(
             "segment", rows=pl.col("n_rows").cast(pl.Int64), samples="n_samples",
@@ -479,7 +499,8 @@ def _execute(request: Request, source: Any) -> Execution:
         else:
             check_probabilities(summary, cols, asked)
         params = request.engine_params(plan)
-        numeric = task in ("regression", "clustering") or expected
+        # graded relevance (ndcg, dcg asked alone): the truth as the number it is
+        numeric = task in ("regression", "clustering") or expected or request.graded
         results = runner.results(plan.steps(), params, numeric_truth=numeric,
                                  keep=_with_labels(plan.rows()))
         _note_skipped_samples(results)

@@ -10,7 +10,9 @@ import polars as pl
 import pytest
 
 import mleval_sql as me
+from mleval_sql.api import run
 from mleval_sql.estimation import Expected, calibration_map
+from mleval_sql.request import Request
 from tests.oracle_estimation import estimates
 
 ESTIMATED = ["estimated_accuracy", "estimated_precision", "estimated_recall", "estimated_f1",
@@ -163,6 +165,21 @@ def test_estimated_beside_realised_in_windows_and_macro(engine: str) -> None:
     assert day["value"].to_list() == pytest.approx(
         alone.filter(pl.col("average") == "macro")["value"].to_list())
     assert day["ci_low"][0] is None and "per label" in day["reason"][0]
+
+
+def test_a_segment_without_truth_is_sized_by_its_estimates(engine: str) -> None:
+    """Realised metrics of the labelled rows (unlabelled="skip") beside the estimates: the
+    sizes hold every segment, one with no known truth at a coverage of 0."""
+    rng = np.random.default_rng(3)
+    frame = _rows(rng, 60, 2).with_columns(region=pl.col("sample") % 3)
+    frame = frame.with_columns(truth=pl.when(pl.col("region") == 2).then(None)
+                               .otherwise(pl.col("truth")))
+    request = Request.build("evaluate", metrics=["f1", "estimated_f1"], by="region",
+                            unlabelled="skip", engine=engine)
+    sizes = run(request, frame).sizes.sort("region")
+    assert sizes["region"].to_list() == [0, 1, 2]
+    assert sizes["samples"].to_list() == [20, 20, 20]
+    assert sizes["label_coverage"].to_list() == [1.0, 1.0, 0.0]
 
 
 @pytest.mark.parametrize(("options", "match"), [
