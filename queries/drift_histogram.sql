@@ -42,17 +42,21 @@ running AS (
         p.current_rows,
         t.reference_total,
         t.current_total,
-        sum(p.reference_weight) OVER sorted AS reference_through,
-        sum(p.current_weight) OVER sorted AS current_through,
-        lead(p.value) OVER ordered AS next_value
+        -- value is never null here: NULLS FIRST, every dialect's own order ascending or
+        -- written as is (BigQuery cannot reorder nulls in a window with a frame)
+        sum(p.reference_weight) OVER (
+            PARTITION BY p.segment, p.compared, p.label ORDER BY p.value NULLS FIRST
+            ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS reference_through,
+        sum(p.current_weight) OVER (
+            PARTITION BY p.segment, p.compared, p.label ORDER BY p.value NULLS FIRST
+            ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS current_through,
+        lead(p.value) OVER (PARTITION BY p.segment, p.compared, p.label ORDER BY p.value
+                            NULLS FIRST)
+            AS next_value
     FROM drift_points AS p
     JOIN totals AS t
         ON p.segment IS NOT DISTINCT FROM t.segment AND p.compared = t.compared
         AND p.label IS NOT DISTINCT FROM t.label
-    WINDOW
-        sorted AS (PARTITION BY p.segment, p.compared, p.label ORDER BY p.value
-                   ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW),
-        ordered AS (PARTITION BY p.segment, p.compared, p.label ORDER BY p.value)
 ),
 placed AS (
     SELECT

@@ -42,9 +42,11 @@ SELECT
     pos,
     neg,
     noise,
-    coalesce(sum(neg) OVER (PARTITION BY segment, label ORDER BY score
+    -- a score is never null (evaluate refuses one): NULLS FIRST is every dialect's own
+    -- order ascending or written as is (BigQuery cannot reorder nulls in a framed window)
+    coalesce(sum(neg) OVER (PARTITION BY segment, label ORDER BY score NULLS FIRST
                             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS neg_below,
-    coalesce(sum(pos) OVER (PARTITION BY segment, label ORDER BY score
+    coalesce(sum(pos) OVER (PARTITION BY segment, label ORDER BY score NULLS FIRST
                             ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING), 0) AS pos_above,
     sum(pos) OVER (PARTITION BY segment, label) AS p,
     sum(neg) OVER (PARTITION BY segment, label) AS n
