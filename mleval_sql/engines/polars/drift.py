@@ -68,12 +68,12 @@ def drift_histogram(drift_points: pl.LazyFrame, drift_sizes: pl.LazyFrame, *,
                                   .then(pl.col("reference_total"))).floor(),
                                  pl.lit(bins - 1.0))
 
-    # each group in the order of its values (a global sort by Categorical keys would compare
-    # their text)
-    placed = drift_points.join(totals, on=_KEYS, nulls_equal=True).with_columns(
-        reference_through=pl.col("reference_weight").cum_sum().over(_KEYS, order_by="value"),
-        current_through=pl.col("current_weight").cum_sum().over(_KEYS, order_by="value"),
-        width=value.shift(-1).over(_KEYS, order_by="value") - value,
+    # one sort by value: each group's rows are then in the order of its values, which the
+    # running sums read (a sort per window expression cost three)
+    placed = drift_points.join(totals, on=_KEYS, nulls_equal=True).sort("value").with_columns(
+        reference_through=pl.col("reference_weight").cum_sum().over(_KEYS),
+        current_through=pl.col("current_weight").cum_sum().over(_KEYS),
+        width=value.shift(-1).over(_KEYS) - value,
     ).with_columns(
         reference_cdf=share("reference_through", "reference_total"),
         current_cdf=share("current_through", "current_total"),
