@@ -398,7 +398,8 @@ def _in_order(rows: pl.LazyFrame) -> pl.LazyFrame:
 #: row as DuckDB hands it over (text keys) about 56.
 RANKED_ROW_BYTES = 200
 #: The steps of a bootstrap that the rows ranked once give every replicate ...
-RANKED_STEPS = ("sample_ids", "threshold_counts", "decision_metrics", "ranking_metrics")
+RANKED_STEPS = ("sample_ids", "threshold_counts", "decision_metrics", "declared_metrics",
+                "ranking_metrics")
 #: ... and the ranking metrics they give (:meth:`Ranked.statistics`)
 RANKED_METRICS = ("roc_auc", "average_precision")
 
