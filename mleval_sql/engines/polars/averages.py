@@ -36,13 +36,19 @@ def label_averages(label_values: pl.LazyFrame, *,
             .join(label_values, on=["segment", *_KEYS], how="left", nulls_equal=True))
     out = [grid.select("segment", *_KEYS, "value")]
     if keep is None or set(AVERAGED) & set(keep[1]):
-        # each group's labels in one order: a sum's last bit follows the order of its terms,
-        # and the joins above keep none (a rerun gives the same bits)
-        value, support = pl.col("value").sort_by("label"), pl.col("support").sort_by("label")
+        # each group's labels in one order, as a list: a sum's last bit follows the order of
+        # its terms and the joins above keep none, and polars drops a sort_by feeding a sum or
+        # a mean, not one feeding a list (a rerun gives the same bits)
+        pairs = pl.struct("value", "support").sort_by(pl.col("label").cast(pl.String))
+        value = pl.element().struct.field("value")
+        support = pl.element().struct.field("support")
+        averages = {"macro": value.mean(), "weighted": nan_average(value, support),
+                    "macro_std": _spread(value)}
         per_label = grid.filter(pl.col("average").is_null() & pl.col("label").is_not_null())
-        out.append(per_label.group_by("segment", "metric")
-                   .agg(macro=value.mean(), weighted=nan_average(value, support),
-                        macro_std=_spread(value))
+        out.append(per_label.group_by("segment", "metric").agg(pairs.alias("_labels"))
+                   .select("segment", "metric", **{
+                       name: pl.col("_labels").list.eval(average).list.first()
+                       for name, average in averages.items()})
                    .unpivot(on=list(AVERAGED), index=["segment", "metric"],
                             variable_name="average", value_name="value"))
     return pl.concat(out, how="diagonal").select("segment", *_KEYS, "value")
