@@ -58,5 +58,6 @@ def _spread(value: pl.Expr) -> pl.Expr:
     """Population standard deviation, of the values as shares of the largest (squared counts
     of weights of 1e300 would overflow)."""
     scale = value.abs().max()
-    return pl.when(scale > 0).then((value / scale).std(ddof=0) * scale).otherwise(
-        value.std(ddof=0))
+    # null without a value: polars' std of a list holding one null is 0.0
+    return pl.when(value.count() == 0).then(None).when(scale > 0).then(
+        (value / scale).std(ddof=0) * scale).otherwise(value.std(ddof=0))
