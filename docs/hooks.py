@@ -60,7 +60,8 @@ FAMILY_PAGES: dict[str, tuple[str, str]] = {
     "top_k": (
         "Top-k (multiclass)",
         "Whether the true class is among the `k` top-scored, from each sample's rank of its "
-        "true class."),
+        "true class; the multiclass hinge loss from the same pass, each sample's margin of its "
+        "true class over the others."),
     "ranking": (
         "Ranking across samples",
         "Per label, from one sorted pass over the scores: the exact curve, one point per "
@@ -82,7 +83,8 @@ FAMILY_PAGES: dict[str, tuple[str, str]] = {
     "probability": (
         "Probabilistic",
         "The scores read as probabilities (they must lie in [0, 1]), per label (binary and "
-        "multilabel)."),
+        "multilabel), from one table of weighted sums per label; `hinge_loss` reads them as "
+        "decision values instead (any real number)."),
     "probability_multiclass": (
         "Probabilistic (multiclass)",
         "The scores read as the probabilities of the classes: one value per segment."),
@@ -220,6 +222,12 @@ def family_page(family: Family) -> str:
     return head + "\n" + "\n".join(metric_section(m, family) for m in metrics)
 
 
+def _sklearn_functions() -> set[str]:
+    """The functions of scikit-learn the metrics equal, by name."""
+    return {m.sklearn.split()[0].rstrip(":") for m in METRICS.values()
+            if m.sklearn and m.sklearn.startswith("sklearn.metrics.")}
+
+
 def metrics_index() -> str:
     families = documented_families()
     lines = [
@@ -230,6 +238,11 @@ def metrics_index() -> str:
         "the number of metrics asked from it. `mleval metrics` lists the same on the command "
         "line. Each metric's page gives its definition, tasks, averages, parameters, when it "
         "is null and the scikit-learn function it equals.",
+        "",
+        f"{len(METRICS)} metrics; they equal {len(_sklearn_functions())} functions of "
+        "`sklearn.metrics` that read predictions (the curves of `me.curve` equal "
+        "`roc_curve`, `precision_recall_curve`, `det_curve`, `calibration_curve`, "
+        "`confusion_matrix_at_thresholds` and `metric_at_thresholds`).",
         "",
         "| family | metrics |",
         "|---|---|",

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import polars as pl
 
-from mleval_sql import clustering, estimation, labels, uncertainty, windows
+from mleval_sql import clustering, domains, estimation, labels, uncertainty, windows
 from mleval_sql.engines import (
     ENGINES,
     Engine,
@@ -99,13 +99,15 @@ def evaluate(
     average: str | Sequence[str] | None = None,
     beta: float = DEFAULTS["beta"],
     k: int = DEFAULTS["k"],
+    log_base: float = DEFAULTS["log_base"],
+    ignore_ties: bool = DEFAULTS["ignore_ties"],
     zero_division: float | None = DEFAULTS["zero_division"],
     max_fpr: float | None = DEFAULTS["max_fpr"],
     min_recall: float = DEFAULTS["min_recall"],
     min_precision: float = DEFAULTS["min_precision"],
     n_bins: int = DEFAULTS["n_bins"],
     average_method: str = DEFAULTS["average_method"],
-    alpha: float = DEFAULTS["alpha"],
+    pinball_alpha: float = DEFAULTS["pinball_alpha"],
     power: float = DEFAULTS["power"],
     ci: float | None = DEFAULTS["ci"],
     resamples: int = DEFAULTS["resamples"],
@@ -138,7 +140,7 @@ def evaluate(
     adjusted_rand, adjusted_mutual_info, homogeneity, completeness, v_measure). Clustering
     reads one row per sample, ``sample, truth, cluster[, weight]``; ``average_method``
     ("arithmetic", "geometric", "min", "max") is the mean of the entropies that normalized and
-    adjusted mutual information divide by. ``alpha``: the quantile of the pinball loss
+    adjusted mutual information divide by. ``pinball_alpha``: the quantile of the pinball loss
     (mean_pinball_loss, d2_pinball); ``power``: the Tweedie power (mean_tweedie_deviance,
     d2_tweedie).
 
@@ -162,10 +164,11 @@ def evaluate(
     """
     request = Request.build(
         "evaluate", metrics=metrics, threshold=threshold, thresholds=thresholds, bins=bins,
-        average=average, beta=beta, k=k, zero_division=zero_division, max_fpr=max_fpr,
+        average=average, beta=beta, k=k, log_base=log_base, ignore_ties=ignore_ties,
+        zero_division=zero_division, max_fpr=max_fpr,
         min_recall=min_recall, min_precision=min_precision, n_bins=n_bins,
-        average_method=average_method, alpha=alpha, power=power, ci=ci, resamples=resamples,
-        seed=seed, wide=wide, _source=source, **options)
+        average_method=average_method, pinball_alpha=pinball_alpha, power=power, ci=ci,
+        resamples=resamples, seed=seed, wide=wide, _source=source, **options)
     return run(request, source).table  # type: ignore[return-value]
 
 
@@ -183,7 +186,7 @@ class ComparisonOptions(SourceOptions, total=False):
     min_precision: float
     n_bins: int
     average_method: str
-    alpha: float
+    pinball_alpha: float
     power: float
     ci: float | None
     resamples: int
@@ -498,6 +501,8 @@ def _execute(request: Request, source: Any) -> Execution:
             clustering.check_whole_weights(summary, weight, asked)
         else:
             check_probabilities(summary, cols, asked)
+            if task == "regression":
+                domains.check(summary, cols, request.metric_names(task), request.params)
         params = request.engine_params(plan)
         # graded relevance (ndcg, dcg asked alone): the truth as the number it is
         numeric = task in ("regression", "clustering") or expected or request.graded

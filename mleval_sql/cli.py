@@ -570,7 +570,8 @@ def metrics_text(width: int = METRICS_WIDTH) -> str:
         wrap = textwrap.TextWrapper(width - len(indent), break_on_hyphens=False).wrap
         params = f"; parameters: {', '.join(m.params)}" if m.params else ""
         lines = [*wrap(m.summary), *wrap(declaration(m)),
-                 *wrap(f"tasks: {', '.join(_tasks(m))}; averages: {averages_text(m)}{params}")]
+                 *wrap(f"tasks: {', '.join(_tasks(m))}; averages: {averages_text(m)}{params}"),
+                 *wrap(f"equals {m.sklearn}" if m.sklearn else "")]
         blocks.append("\n".join(f"{(m.name if i == 0 else ''):<{len(indent)}}{line}"
                                 for i, line in enumerate(lines)))
     return "\n".join(blocks) + "\n"

@@ -49,6 +49,8 @@ class Param:
     choices: tuple[Any, ...] = ()
     column: Literal["metric", "step"] | None = None
     metavar: str | None = None
+    #: an open interval of numbers refused although within the bounds (Tweedie's (0, 1))
+    gap: tuple[float, float] | None = None
 
     @property
     def flag(self) -> str:
@@ -77,6 +79,9 @@ class Param:
             return sorted({float(v) for v in value})
         _number(self.name, value, low=self.low, high=self.high, whole=self.kind == "whole",
                 open_low=self.open_low, open_high=self.open_high)
+        if self.gap is not None and self.gap[0] < value < self.gap[1]:
+            raise InputError(f"{self.name} must not lie in ({self.gap[0]:g}, {self.gap[1]:g}), "
+                             f"got {value!r}")
         return value if self.kind == "whole" else float(value)
 
 
@@ -106,6 +111,11 @@ PARAMS: dict[str, Param] = _params(
           column="metric"),
     Param("k", 2, "how many top-scored labels count", "whole", low=1,
           column="metric"),
+    Param("log_base", 2.0, "the base of the logarithm of dcg's discount (a lower base: a "
+          "sharper discount)", low=0, open_low=True, column="metric", metavar="B"),
+    Param("ignore_ties", False, "ndcg / dcg: assume no tied scores (ties then in label order, "
+          "the last label first, as scikit-learn's argsort) instead of averaging over them",
+          "choice", choices=(False, True)),
     Param("max_fpr", None, "the false positive rate the ROC curve is cut at, "
           "McClish-corrected (none: the whole curve)", low=0, high=1, open_low=True,
           column="metric", metavar="X"),
@@ -118,6 +128,12 @@ PARAMS: dict[str, Param] = _params(
     Param("average_method", "arithmetic", "the mean of the two entropies that "
           "mutual information is divided by", "choice",
           choices=AVERAGE_METHODS, column="metric"),
+    Param("pinball_alpha", 0.5, "the quantile the pinball loss scores (mean_pinball_loss, "
+          "d2_pinball: scikit-learn's alpha)",
+          low=0, high=1, open_low=True, open_high=True, column="metric", metavar="X"),
+    Param("power", 0.0, "the Tweedie power (mean_tweedie_deviance, d2_tweedie): below 0 "
+          "extreme stable, 0 normal, 1 Poisson, 2 gamma, 3 inverse Gaussian; not in (0, 1)",
+          column="metric", metavar="P", gap=(0.0, 1.0)),
     Param("bins", None, "sweep at thresholds 0, 1/N, ..., 1; ranking metrics and roc / pr "
           "curves become one-pass approximations on that grid", "whole", low=1,
           column="step", metavar="N"),
@@ -134,7 +150,8 @@ PARAMS: dict[str, Param] = _params(
 )
 #: Curve options: not metric parameters, but declared (and defaulted) here as well.
 CURVE_PARAMS: dict[str, Param] = _params(
-    Param("kind", "roc", "the curve", "choice", choices=("roc", "pr", "sweep", "reliability")),
+    Param("kind", "roc", "the curve", "choice",
+          choices=("roc", "pr", "sweep", "reliability", "det", "thresholds")),
     Param("drop_intermediate", None, "drop the points scikit-learn drops (default: True for "
           "roc, False for pr, as scikit-learn)", "choice", choices=(True, False)),
     Param("max_points", None, "at most this many points per roc / pr curve (0: every point): "

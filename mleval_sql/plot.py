@@ -20,8 +20,9 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -53,6 +54,9 @@ class Style:
     drawstyle: str = "default"
     marker: str | None = None
     legend: str = "lower right"
+    #: both axes on the normal deviate scale (probit), as scikit-learn's DetCurveDisplay
+    deviates: bool = False
+    rates: bool = True  # the y values lie in [0, 1] (a thresholds table may hold counts)
 
 
 STYLES: dict[str, Style] = {
@@ -64,13 +68,18 @@ STYLES: dict[str, Style] = {
                 drawstyle="steps-pre", legend="lower left"),
     "sweep": Style("threshold", ("tpr", "fpr"), "Threshold", "Rate", "Threshold sweep",
                    unit_square=False, legend="best"),
+    "det": Style("fpr", ("fnr",), "False positive rate", "False negative rate",
+                 "DET curve", unit_square=False, legend="upper right", deviates=True),
+    # every metric the table holds is a line (the columns after tp: :func:`_metric_columns`)
+    "thresholds": Style("threshold", (), "Threshold", "Value", "Metrics at every threshold",
+                        unit_square=False, legend="best", rates=False),
     "reliability": Style("mean_score", ("observed_rate",), "Mean score", "Observed rate",
                          "Reliability diagram", diagonal=True, marker="o",
                          legend="upper left"),
 }
 LINESTYLES = ("-", "--", ":", "-.")
 #: The columns of a curve table (``mleval_sql.curve``) besides its segment columns.
-CURVE_COLUMNS = ("label", "threshold", "tp", "fp", "fn", "tn", "tpr", "fpr", "precision",
+CURVE_COLUMNS = ("label", "threshold", "tp", "fp", "fn", "tn", "tpr", "fpr", "fnr", "precision",
                  "recall", "bin", "lower", "upper", "mean_score", "observed_rate", "weight")
 
 
@@ -109,9 +118,11 @@ MAX_LINES = 8
 MAX_PANELS = 64
 
 
-def segment_columns(table: pl.DataFrame, by: Sequence[str] = ()) -> list[str]:
+def segment_columns(table: pl.DataFrame, by: Sequence[str] = (),
+                    kind: str | None = None) -> list[str]:
     """The segment columns of a curve table: ``by``, then every other column that is not a
-    curve's own, so that no two segments are ever drawn as one line.
+    curve's own (a ``thresholds`` table's metrics are its own), so that no two segments are
+    ever drawn as one line.
 
     >>> segment_columns(pl.DataFrame({"model": ["a"], "label": ["x"], "tpr": [1.0]}))
     ['model']
@@ -120,7 +131,14 @@ def segment_columns(table: pl.DataFrame, by: Sequence[str] = ()) -> list[str]:
     if missing:
         raise PlotError(f"segment column {missing[0]!r} is not in the curve table; it has "
                         f"{table.columns}")
-    return [*by, *(c for c in table.columns if c not in CURVE_COLUMNS and c not in by)]
+    own = set(CURVE_COLUMNS) | (set(_metric_columns(table, by)) if kind == "thresholds"
+                                else set())
+    return [*by, *(c for c in table.columns if c not in own and c not in by)]
+
+
+def _metric_columns(table: pl.DataFrame, by: Sequence[str] = ()) -> list[str]:
+    """The metrics of a ``thresholds`` table: its columns after tn, fp, fn, tp."""
+    return [c for c in table.columns[table.columns.index("tp") + 1:] if c not in by]
 
 
 def figure(table: pl.DataFrame, kind: str, *, by: Sequence[str] = (),
@@ -145,7 +163,9 @@ def figure(table: pl.DataFrame, kind: str, *, by: Sequence[str] = (),
         raise PlotError(f"unknown curve kind {kind!r}; kinds are {list(STYLES)}")
     figure_class, canvas = _matplotlib()
     style = STYLES[kind]
-    by = segment_columns(table, by)
+    if kind == "thresholds":  # a line per metric asked (none asked: the counts)
+        style = replace(style, ys=tuple(_metric_columns(table, by)) or ("tn", "fp", "fn", "tp"))
+    by = segment_columns(table, by, kind)
     labels = ["label"] if table["label"].n_unique() > 1 else []
     segments = table.select(by).n_unique() if by else 1
     many = segments > SMALL_MULTIPLES or segments * table["label"].n_unique() > MAX_LINES
@@ -202,11 +222,29 @@ def _area(group: pl.DataFrame, kind: str) -> str | None:
     return None
 
 
+#: The rates a DET plot shows, and its ticks (scikit-learn's DetCurveDisplay's).
+DEVIATE_RANGE = (0.0005, 0.9995)
+DEVIATE_TICKS = (0.001, 0.01, 0.05, 0.2, 0.5, 0.8, 0.95, 0.99, 0.999)
+
+
+def _deviate(rates: Any) -> Any:
+    """Rates as normal deviates (the inverse of the standard normal CDF), clipped to
+    :data:`DEVIATE_RANGE` so that 0 and 1 stay on the plot; NaN (undefined) stays NaN."""
+    import numpy as np
+
+    inverse = NormalDist().inv_cdf
+    clipped = np.clip(rates, *DEVIATE_RANGE)
+    return np.array([math.nan if math.isnan(r) else inverse(r) for r in clipped])
+
+
 def _draw(ax: Axes, style: Style, group: pl.DataFrame, name: str, *, color: str) -> None:
-    x = group[style.x].cast(pl.Float64).to_numpy()
+    x = group[style.x].cast(pl.Float64).fill_null(math.nan).to_numpy()
+    if style.deviates:
+        x = _deviate(x)
     for ys, linestyle in zip(style.ys, LINESTYLES, strict=False):
         label = name if len(style.ys) == 1 else (f"{name}: {ys}" if name else ys)
-        ax.plot(x, group[ys].cast(pl.Float64).to_numpy(), color=color, linestyle=linestyle,
+        y = group[ys].cast(pl.Float64).fill_null(math.nan).to_numpy()
+        ax.plot(x, _deviate(y) if style.deviates else y, color=color, linestyle=linestyle,
                 drawstyle=style.drawstyle, marker=style.marker, label=label or "_nolegend_")
 
 
@@ -221,9 +259,18 @@ def _decorate(ax: Axes, style: Style, title: str | None, *, axis_labels: bool = 
         ax.set_xlabel(style.xlabel)
         ax.set_ylabel(style.ylabel)
     ax.set_title(title or style.title, fontsize="medium" if axis_labels else "small")
-    if style.unit_square:
-        ax.set_xlim(-0.02, 1.02)
-    ax.set_ylim(-0.02, 1.02)
+    if style.deviates:  # ticks at rates, placed at their deviates
+        ticks = _deviate(DEVIATE_TICKS)
+        names = [f"{t:.0%}" if t >= 0.01 and t <= 0.99 else f"{t:.1%}" for t in DEVIATE_TICKS]
+        limits = tuple(_deviate(DEVIATE_RANGE))
+        for axis, set_limits in ((ax.xaxis, ax.set_xlim), (ax.yaxis, ax.set_ylim)):
+            axis.set_ticks(ticks, names)
+            set_limits(*limits)
+    else:
+        if style.unit_square:
+            ax.set_xlim(-0.02, 1.02)
+        if style.rates:
+            ax.set_ylim(-0.02, 1.02)
     ax.grid(alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc=style.legend, fontsize="small" if axis_labels else "x-small")

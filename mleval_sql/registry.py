@@ -75,6 +75,13 @@ STEPS: dict[str, Step] = {s.name: s for s in (
     # ranking across labels, per sample
     Step("sample_ranks", ("predictions",), "sample_ranks", ("k",)),
     Step("label_ranking_metrics", ("sample_ranks",)),
+    # ... and by graded relevance (the truth as a number >= 0): DCG and NDCG per sample
+    Step("sample_gains", ("predictions",), "sample_gains", ("k", "log_base", "ignore_ties")),
+    Step("gain_metrics", ("sample_gains",)),
+    # every distinct score's counts as confusion counts (a curve of kind "thresholds")
+    Step("point_counts", ("curve_points",), "confusion_counts"),
+    # the detection error tradeoff curve, as scikit-learn's det_curve
+    Step("det_rates", ("curve_points",), None, ("drop_intermediate",)),
     # probabilistic
     Step("probability_sums", ("predictions",), "probability_sums"),
     Step("probability_metrics", ("probability_sums",), averaged=True),
@@ -83,8 +90,12 @@ STEPS: dict[str, Step] = {s.name: s for s in (
     Step("calibration_metrics", ("calibration_bins",), averaged=True),
     Step("reliability_table", ("calibration_bins",)),
     # regression
-    Step("regression_sums", ("predictions",), "regression_sums"),
+    Step("regression_sums", ("predictions",), "regression_sums", ("pinball_alpha", "power")),
     Step("regression_metrics", ("regression_sums",)),
+    # ... and the weighted quantiles (one sort of each output's errors and truths), with the
+    # sums: the median absolute error and the D² of the pinball losses
+    Step("regression_quantiles", ("predictions",), "regression_quantiles", ("pinball_alpha",)),
+    Step("quantile_metrics", ("regression_sums", "regression_quantiles")),
     Step("declared_regression", ("regression_sums",), averaged=True),  # me.define's
     # clustering: one row per sample (sample, truth, cluster, weight, segment)
     Step("cluster_summary", ("predictions",)),
@@ -163,6 +174,13 @@ SWEEP = Family("sweep", "decision_metrics",
 OVO = Family("ovo", "ovo_metrics", {"multiclass": ("pair_counts",)}, ("macro", "weighted"))
 LABEL_RANKING = Family("label_ranking", "label_ranking_metrics",
                        dict.fromkeys(("multilabel", "multiclass"), ("sample_ranks",)))
+#: DCG and NDCG: the truth read as graded relevance (a number >= 0) where only they are asked.
+GRADED = Family("graded", "gain_metrics", dict.fromkeys(("multilabel", "multiclass"),
+                                                        ("sample_gains",)))
+#: Decision metrics at every distinct score (a curve of kind "thresholds"): the curve's sorted
+#: pass, each (segment, score) one segment for decision_metrics.
+THRESHOLDS = Family("thresholds", "decision_metrics",
+                    dict.fromkeys(_SCORED, ("ranked_points", "point_counts")), LABEL_AVERAGES)
 PROBABILITY = Family("probability", "probability_metrics",
                      dict.fromkeys(("binary", "multilabel"), ("probability_sums",)),
                      LABEL_AVERAGES)
@@ -172,6 +190,9 @@ CALIBRATION = Family("calibration", "calibration_metrics",
                      dict.fromkeys(_SCORED, ("calibration_bins",)), LABEL_AVERAGES)
 REGRESSION = Family("regression", "regression_metrics", {"regression": ("regression_sums",)},
                     ("none", "macro", "variance_weighted"))
+#: Regression metrics that need a quantile of each output's errors or truths: a sort of their own.
+QUANTILES = Family("quantiles", "quantile_metrics",
+                   {"regression": ("regression_sums", "regression_quantiles")}, ("none", "macro"))
 #: Clustering: every metric from the contingency table (weight per class x cluster) of a segment.
 CLUSTERING = Family("clustering", "clustering_metrics", {"clustering": ("contingency",)})
 CONTINGENCY = Family("contingency", "contingency_cells", {"clustering": ("contingency",)})
@@ -194,15 +215,16 @@ DECLARED_SWEEP = Family("declared_sweep", "declared_sweep", SWEEP.stats, LABEL_A
 DECLARED_REGRESSION = Family("declared_regression", "declared_regression",
                              REGRESSION.stats, ("none", "micro", "macro"))
 #: The families whose rows come from a sweep's counts: each (segment, threshold) one segment.
-SWEPT = (SWEEP, DECLARED_SWEEP)
+SWEPT = (SWEEP, DECLARED_SWEEP, THRESHOLDS)
 #: The families of declared metrics: their final steps' SQL holds the expressions declared now.
 DECLARED_FAMILIES = (DECLARED, DECLARED_ARGMAX, DECLARED_SWEEP, DECLARED_REGRESSION)
 #: Where a team keeps its declared metrics: the file this environment variable names, and a
 #: file of this name in a lake's folder (mleval_sql/declared.py reads them).
 SHARED_METRICS, SHARED_FILE = "MLEVAL_METRICS", "metrics.toml"
 FAMILIES = (DECISIONS, MULTICLASS, SAMPLES, TOP_K, RANKING, OPERATING, SWEEP, OVO,
-            LABEL_RANKING, PROBABILITY, PROBABILITY_MULTICLASS, CALIBRATION, REGRESSION,
-            CLUSTERING, CONTINGENCY, ESTIMATED, *DECLARED_FAMILIES)
+            LABEL_RANKING, GRADED, THRESHOLDS, PROBABILITY, PROBABILITY_MULTICLASS, CALIBRATION,
+            REGRESSION,
+            QUANTILES, CLUSTERING, CONTINGENCY, ESTIMATED, *DECLARED_FAMILIES)
 
 #: Steps read off another family's statistics when both are asked: with the curve in a
 #: request, the decision counts at the threshold and the ranking metrics come from its sorted
@@ -215,6 +237,8 @@ CURVES: dict[str, tuple[str, ...]] = {
     "roc": (*_CURVE, "curve_rates"),
     "pr": (*_CURVE, "curve_rates"),
     "reliability": ("calibration_bins", "reliability_table"),
+    "det": (*_CURVE, "det_rates"),
+    "thresholds": THRESHOLDS.steps("binary"),
 }
 
 _CLASSIFICATION = ("binary", "multiclass", "multilabel")
@@ -295,12 +319,27 @@ METRICS: dict[str, Metric] = _metrics(
            samples_average=True,
            undefined="no positives and nothing predicted positive",
            sklearn="sklearn.metrics.jaccard_score"),
+    # scikit-learn's class_likelihood_ratios, one metric per ratio; binary only, as there
+    Metric("positive_likelihood_ratio", "LR+ = recall / (1 - specificity) = (tp / (tp + fn)) / "
+           "(fp / (fp + tn)), from the counts at the threshold", {"binary": DECISIONS},
+           only_averages=("none",),
+           undefined="no false positives (fp = 0), or no positives (tp + fn = 0)",
+           sklearn="sklearn.metrics.class_likelihood_ratios (its first value, LR+)"),
+    Metric("negative_likelihood_ratio", "LR- = (1 - recall) / specificity = (fn / (tp + fn)) / "
+           "(tn / (fp + tn)), from the counts at the threshold", {"binary": DECISIONS},
+           only_averages=("none",),
+           undefined="no true negatives (tn = 0), or no positives (tp + fn = 0)",
+           sklearn="sklearn.metrics.class_likelihood_ratios (its second value, LR-)"),
     Metric("mcc", "Matthews correlation coefficient (multiclass: Gorodkin's R_K); 0 when "
            "undefined, as scikit-learn", {**_THRESHOLDED, "multiclass": MULTICLASS},
            sklearn="sklearn.metrics.matthews_corrcoef"),
     Metric("hamming_loss", "share of wrong label decisions (multiclass: 1 - accuracy)",
            {**_THRESHOLDED, "multiclass": MULTICLASS}, per_label=False,
            sklearn="sklearn.metrics.hamming_loss"),
+    Metric("zero_one_loss", "share of samples decided wrong: 1 - accuracy (multilabel: 1 - "
+           "subset_accuracy, a sample wrong unless every label is right)",
+           {"binary": DECISIONS, "multiclass": MULTICLASS, "multilabel": SAMPLES},
+           per_label=False, sklearn="sklearn.metrics.zero_one_loss"),
     Metric("subset_accuracy", "share of samples with every label decided right (exact match)",
            {"multilabel": SAMPLES},
            sklearn="sklearn.metrics.accuracy_score of the label indicator matrices"),
@@ -375,6 +414,19 @@ METRICS: dict[str, Metric] = _metrics(
            "over samples that have true labels",
            dict.fromkeys(("multilabel", "multiclass"), LABEL_RANKING), params=("k",),
            undefined="no sample has a true label"),
+    Metric("dcg", "discounted cumulative gain of each sample's labels ranked by score, its "
+           "truth read as graded relevance (>= 0), discount 1 / log_base(position + 1) to "
+           "position k, tied scores averaged (ignore_ties: not); averaged over samples",
+           dict.fromkeys(("multilabel", "multiclass"), GRADED),
+           params=("k", "log_base", "ignore_ties"),
+           sklearn="sklearn.metrics.dcg_score (k: its k; scikit-learn's default k=None is k "
+                   ">= the number of labels)"),
+    Metric("ndcg", "normalized DCG: each sample's DCG over the DCG of its ideal ranking (0 "
+           "where that is 0), averaged over samples", dict.fromkeys(("multilabel",
+                                                                      "multiclass"), GRADED),
+           params=("k", "ignore_ties"),
+           sklearn="sklearn.metrics.ndcg_score (k: its k; scikit-learn's default k=None is k "
+                   ">= the number of labels)"),
     # probabilistic
     Metric("log_loss", "cross-entropy of the scores as probabilities (clipped as scikit-learn); "
            "multilabel: per label", {"binary": PROBABILITY, "multilabel": PROBABILITY,
@@ -384,6 +436,25 @@ METRICS: dict[str, Metric] = _metrics(
            "over classes)", {"binary": PROBABILITY, "multilabel": PROBABILITY,
                              "multiclass": PROBABILITY_MULTICLASS}, probabilities=True,
            sklearn="sklearn.metrics.brier_score_loss"),
+    Metric("d2_log_loss", "D²: 1 - log loss / log loss of the weighted class prevalence "
+           "(a model predicting each class's share of the weight scores 0)",
+           {"binary": PROBABILITY, "multilabel": PROBABILITY,
+            "multiclass": PROBABILITY_MULTICLASS}, probabilities=True,
+           undefined="the truth is constant: one class holds all the weight (also with one "
+                     "sample, or no weight)",
+           sklearn="sklearn.metrics.d2_log_loss_score"),
+    Metric("d2_brier", "D², the Brier skill score: 1 - Brier score / Brier score of the "
+           "weighted class prevalence", {"binary": PROBABILITY, "multilabel": PROBABILITY,
+                                         "multiclass": PROBABILITY_MULTICLASS},
+           probabilities=True,
+           undefined="the truth is constant: one class holds all the weight (also with one "
+                     "sample, or no weight)",
+           sklearn="sklearn.metrics.d2_brier_score"),
+    Metric("hinge_loss", "mean max(0, 1 - margin), the score read as a decision value (not a "
+           "probability): binary margin score for a true row, -score for a false one; "
+           "multiclass (Crammer-Singer) the true class's score minus the largest other score",
+           {"binary": PROBABILITY, "multiclass": TOP_K},
+           sklearn="sklearn.metrics.hinge_loss"),
     Metric("calibration_error", "expected calibration error: weighted mean |observed rate - "
            "mean score| over n_bins equal-width bins", dict.fromkeys(_SCORED, CALIBRATION),
            params=("n_bins",), probabilities=True),
@@ -423,6 +494,47 @@ METRICS: dict[str, Metric] = _metrics(
            {"regression": REGRESSION},
            undefined="the truth is constant",
            sklearn="sklearn.metrics.r2_score"),
+    Metric("explained_variance", "1 - variance of the error / variance of the truth; null when "
+           "the truth is constant", {"regression": REGRESSION},
+           undefined="the truth is constant",
+           sklearn="sklearn.metrics.explained_variance_score"),
+    Metric("max_error", "the largest |error| among the rows of positive weight",
+           {"regression": REGRESSION}, only_averages=("none", "macro"),
+           sklearn="sklearn.metrics.max_error (per output, over the rows of positive weight)"),
+    Metric("median_absolute_error", "weighted median of |error| (scikit-learn's averaged "
+           "inverted CDF: the mean of the two middle values where the weight splits evenly)",
+           {"regression": QUANTILES},
+           sklearn="sklearn.metrics.median_absolute_error"),
+    Metric("mean_squared_log_error", "mean of (ln(1 + prediction) - ln(1 + truth))²; values "
+           "<= -1 refused", {"regression": REGRESSION}, only_averages=("none", "macro"),
+           sklearn="sklearn.metrics.mean_squared_log_error"),
+    Metric("root_mean_squared_log_error", "square root of mean_squared_log_error",
+           {"regression": REGRESSION}, only_averages=("none", "macro"),
+           sklearn="sklearn.metrics.root_mean_squared_log_error"),
+    Metric("mean_pinball_loss", "mean pinball (quantile) loss at the quantile pinball_alpha",
+           {"regression": REGRESSION}, params=("pinball_alpha",), only_averages=("none", "macro"),
+           sklearn="sklearn.metrics.mean_pinball_loss (alpha: pinball_alpha)"),
+    Metric("mean_poisson_deviance", "mean Poisson deviance (truth >= 0, prediction > 0)",
+           {"regression": REGRESSION}, only_averages=("none", "macro"),
+           sklearn="sklearn.metrics.mean_poisson_deviance"),
+    Metric("mean_gamma_deviance", "mean gamma deviance (truth and prediction > 0)",
+           {"regression": REGRESSION}, only_averages=("none", "macro"),
+           sklearn="sklearn.metrics.mean_gamma_deviance"),
+    Metric("mean_tweedie_deviance", "mean Tweedie deviance of power (0: the squared error)",
+           {"regression": REGRESSION}, params=("power",), only_averages=("none", "macro"),
+           sklearn="sklearn.metrics.mean_tweedie_deviance"),
+    Metric("d2_absolute_error", "1 - absolute error / absolute deviation from the truth's "
+           "weighted median; null when the truth is constant", {"regression": QUANTILES},
+           undefined="the truth is constant",
+           sklearn="sklearn.metrics.d2_absolute_error_score"),
+    Metric("d2_pinball", "1 - pinball loss / pinball loss of the truth's weighted quantile;"
+           " null when the truth is constant", {"regression": QUANTILES}, params=("pinball_alpha",),
+           undefined="the truth is constant",
+           sklearn="sklearn.metrics.d2_pinball_score (alpha: pinball_alpha)"),
+    Metric("d2_tweedie", "1 - Tweedie deviance / deviance of the truth's weighted mean (power); "
+           "null when the truth is constant", {"regression": REGRESSION}, params=("power",),
+           only_averages=("none", "macro"), undefined="the truth is constant",
+           sklearn="sklearn.metrics.d2_tweedie_score"),
     # clustering: scikit-learn's functions of the same name (without _score)
     Metric("adjusted_rand", "Rand index adjusted for chance (Hubert & Arabie)",
            {"clustering": CLUSTERING},
@@ -466,8 +578,11 @@ METRICS: dict[str, Metric] = _metrics(
 #: Metrics where a smaller value is the better one (rankings and deltas turn round for them);
 #: a set, as a declared metric (mleval_sql/declared.py) says which way it goes.
 LOWER_IS_BETTER: set[str] = {
-    "fp", "fn", "hamming_loss", "coverage_error", "label_ranking_loss", "one_error",
+    "fp", "fn", "hamming_loss", "zero_one_loss", "negative_likelihood_ratio", "hinge_loss",
+    "coverage_error", "label_ranking_loss", "one_error",
     "log_loss", "brier_score", "calibration_error", "mse", "rmse", "mae", "mape",
+    "max_error", "median_absolute_error", "mean_squared_log_error", "root_mean_squared_log_error",
+    "mean_pinball_loss", "mean_poisson_deviance", "mean_gamma_deviance", "mean_tweedie_deviance",
 }
 
 

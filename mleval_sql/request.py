@@ -41,6 +41,7 @@ from mleval_sql.registry import (
     DECLARED_SWEEP,
     ESTIMATED,
     FUSED,
+    GRADED,
     METRICS,
     RANKING,
     SAMPLES,
@@ -49,6 +50,7 @@ from mleval_sql.registry import (
     STEPS,
     SWEEP,
     SWEPT,
+    THRESHOLDS,
     Family,
     default_averages,
     metrics_of,
@@ -59,7 +61,7 @@ from mleval_sql.windows import Period, Window
 
 Action = Literal["evaluate", "curve", "check", "compare", "slices", "drift"]
 ACTIONS: tuple[Action, ...] = ("evaluate", "curve", "check", "compare", "slices", "drift")
-CurveKind = Literal["roc", "pr", "sweep", "reliability"]
+CurveKind = Literal["roc", "pr", "sweep", "reliability", "det", "thresholds"]
 #: The curves an evaluation can draw from its own pass (``curves=``): a sweep is decision
 #: metrics at other thresholds, a request of its own.
 DRAWN = ("roc", "pr", "reliability")
@@ -80,6 +82,12 @@ COMPARE_LEVEL = 0.95
 DELONG, PLACEMENTS = "delong", "placements"
 #: The estimated metrics, and the step of how far their realised values may lie (intervals).
 ESTIMATED_METRICS, ESTIMATED_VARIANCE = metrics_of(ESTIMATED), "estimated_variance"
+#: The metrics that read the truth as graded relevance (a number >= 0) where only they are
+#: asked (with others, the truth is 0 / 1 as theirs).
+GRADED_METRICS = metrics_of(GRADED)
+#: The counts a curve of kind "thresholds" gives before the metrics asked, in
+#: scikit-learn's confusion_matrix_at_thresholds order.
+THRESHOLD_COUNTS = ("tn", "fp", "fn", "tp")
 #: How the estimated metrics read scores as probabilities (mleval_sql/estimation.py).
 CALIBRATIONS = ("isotonic", "histogram", "none")
 #: The result column of an operating point's own threshold (``threshold`` is the one given).
@@ -137,7 +145,9 @@ DRIFT_STATISTICS = ("ks", "wasserstein", "chi2", "psi", "jensen_shannon", "total
 OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("metrics", "metric names (default: accuracy, precision, recall, f1; regression: "
            "mse, rmse, mae, r2; clustering: adjusted_rand, adjusted_mutual_info, homogeneity, "
-           "completeness, v_measure)", _EVALUATE, arity="list", metavar="NAME"),
+           "completeness, v_measure; a curve of kind thresholds: decision metrics at every "
+           "distinct score besides tn, fp, fn, tp)", (*_EVALUATE, "curve"), arity="list",
+           metavar="NAME"),
     Option("define", "metrics you declare for the request, NAME=EXPR: an expression over tp, "
            "fp, fn, tn, support, n, threshold and beta (e.g. cost=(5*fn+fp)/n), or a TOML "
            "inline table of a metrics.toml's keys, e.g. cost={expr = \"(5*fn+fp)/n\", "
@@ -373,6 +383,9 @@ class Request:
             kind = values.setdefault("kind", CURVE_PARAMS["kind"].default)
             if kind == "sweep" and values["params"]["thresholds"] is None:
                 raise InputError("a sweep needs thresholds= or bins= (--thresholds, --bins)")
+            if "metrics" in values and kind != "thresholds":
+                raise InputError(f"metrics= names the decision metrics of a curve of kind "
+                                 f"'thresholds', not of a {kind} curve")
         request = cls(**values)
         if request.task is not None:
             request.plan(request.task)  # metrics and averages the task lacks: before any scan
@@ -412,6 +425,12 @@ class Request:
             return None
         common = set.intersection(*(set(METRICS[m].families) for m in self.metrics))
         return next(iter(common)) if len(common) == 1 else None  # type: ignore[return-value]
+
+    @property
+    def graded(self) -> bool:
+        """Whether only metrics of graded relevance (ndcg, dcg) are asked: the truth is then
+        a number >= 0, not 0 / 1."""
+        return bool(self.metrics) and set(self.metrics) <= set(GRADED_METRICS)
 
     def statement_task(self) -> Task | None:
         """The task of a statement, which cannot look at the data: :meth:`settled_task`, else
@@ -476,7 +495,24 @@ class Request:
         if self.kind == "sweep":  # the decision metrics at the sweep's thresholds
             return replace(self, action="evaluate", metrics=SWEEP_METRICS, average=("none",),
                            kind=None).plan(task)
+        if self.kind == "thresholds":  # ... at every distinct score, off the curve's pass
+            return self._thresholds_plan(task)
         return Plan(task, self, curve=CURVES[self.kind or "roc"])
+
+    def _thresholds_plan(self, task: Task) -> Plan:
+        """The counts and the decision metrics asked at every distinct score: the curve's
+        sorted pass (ranked_points), each point one segment of decision_metrics."""
+        names = tuple(dict.fromkeys((*THRESHOLD_COUNTS, *(self.metrics or ()))))
+        plan = Plan(task, replace(self, metrics=names, average=("none",)))
+        for name in names:
+            metric = METRICS[name]
+            if metric.families.get(task) is not DECISIONS or not metric.per_label:
+                decisions = [m for m, d in METRICS.items() if d.families.get(task) is DECISIONS
+                             and d.per_label]
+                raise InputError(f"a curve of kind 'thresholds' gives the decision metrics of "
+                                 f"each label, {decisions}, not {name!r} (task {task!r})")
+            plan.add(THRESHOLDS, name, None)
+        return plan
 
     def engine_params(self, plan: Plan) -> dict[str, object]:
         """Every step parameter: the checked values and the switches (``params.SWITCHES``)
@@ -580,7 +616,9 @@ def actions_of(name: str) -> tuple[Action, ...]:
 _INTERVALS = ("ci", "resamples", "seed")
 #: The parameters a curve takes, and the kinds of curve that take each.
 _CURVE_PARAMS: dict[str, tuple[str, ...]] = {
-    "thresholds": ("sweep",), "bins": ("roc", "pr", "sweep"), "n_bins": ("reliability",)}
+    "thresholds": ("sweep",), "bins": ("roc", "pr", "sweep", "det", "thresholds"),
+    "n_bins": ("reliability",), "beta": ("thresholds",), "zero_division": ("thresholds",),
+    "drop_intermediate": ("roc", "pr", "det")}
 
 
 def _as_is(value: Any) -> Any:
@@ -1059,6 +1097,13 @@ def curve_table(plan: Plan, results: Mapping[str, pl.DataFrame],
     rows of that final step instead (an evaluation's curves)."""
     if step is not None:
         out = unpack_segment(results[step], by)
+    elif plan.request.kind == "thresholds":  # tn, fp, fn, tp and the metrics asked
+        rows = tidy(plan, results, by)
+        wide = rows.pivot(on="metric", index=[*by, "label", "threshold"], values="value")
+        # a label's points are its own scores: the averaging grid's rows of another label's
+        # score (every count null) are no point of it
+        out = wide.filter(pl.col("tp").is_not_null()).select(
+            *by, "label", "threshold", *plan.request.metric_names(plan.task))
     elif plan.sweep:
         rows = tidy(plan, results, by)
         wide = rows.pivot(on="metric", index=[*by, "label", "threshold"], values="value")
@@ -1072,7 +1117,10 @@ def curve_table(plan: Plan, results: Mapping[str, pl.DataFrame],
     else:
         out = unpack_segment(results[plan.curve[-1]], by)
     keys = [c for c in ("label", "threshold", "bin") if c in out.columns]
+    # thresholds descending, but a DET curve's ascending, as scikit-learn's det_curve
+    rising = step is None and plan.request.kind == "det"
     return out.sort([*by, *keys], descending=[False] * len(by) + [c == "threshold"
+                                                                 and not rising
                                                                  for c in keys],
                     nulls_last=False, maintain_order=True)
 

@@ -141,19 +141,23 @@ def check_weight_and_segments(schema: pl.Schema, columns: Columns, by: Sequence[
 
 
 def check_summary(summary: pl.DataFrame, columns: Columns, weight: str | None,
-                  task: Task | None, *, expected: bool = False) -> Task:
+                  task: Task | None, *, expected: bool = False,
+                  graded: str | None = None) -> Task:
     """Raise the first problem the validation summary shows; return the task (inferred if None).
 
     Regression is never inferred (a stray 2 in a 0/1 column is an error, not a new task): the
     caller passes it, or asks for regression metrics only. ``expected``: the truth column
     holds each row's probability (estimated metrics), and the task is the one given.
+    ``graded``: only metrics of graded relevance are asked (this one is named in errors): the
+    truth may be any finite number >= 0.
     """
     total = summary.select(pl.col(c).sum() for c in (
         "n_rows", "null_sample", "null_label", "null_score", "nan_score", "null_truth",
         "bad_truth", "nan_truth", "bad_weight", "dup_rows", "uneven_weight")).row(0, named=True)
     if not total["n_rows"]:
         raise InputError("the input has no rows")
-    truth_check = (("nan_truth", columns.truth, "NaN or infinite") if task == "regression"
+    truth_check = (("nan_truth", columns.truth, "NaN or infinite")
+                   if task == "regression" or graded
                    else ("bad_truth", columns.truth, "outside {0, 1}"))
     for key, col, what in [
         ("null_sample", columns.sample, "null"), ("null_label", columns.label, "null"),
@@ -167,6 +171,12 @@ def check_summary(summary: pl.DataFrame, columns: Columns, weight: str | None,
                      "such rows out" if key == "null_truth" else "")
             raise InputError(f"column {col!r} has {count} in "
                              f"{total['n_rows']} rows{_culprit(summary, key, columns)}{later}")
+    negative = summary["example_negative_truth_sample"].drop_nulls() \
+        if graded and "example_negative_truth_sample" in summary.columns else None
+    if negative is not None and negative.len():
+        raise InputError(f"{graded} reads column {columns.truth!r} as graded relevance, which "
+                         f"must be >= 0, but it has {summary['min_bad_truth'].min():g}"
+                         f"{_culprit(summary, 'negative_truth', columns)}")
     if total["bad_weight"]:
         raise InputError(f"column {weight!r} has {total['bad_weight']} null, negative or "
                          "non-finite weight(s)")
@@ -196,6 +206,8 @@ def check_summary(summary: pl.DataFrame, columns: Columns, weight: str | None,
     if expected:
         assert task is not None
         return task
+    if graded and task is None and total["bad_truth"] and summary["max_rows"].max() > 1:
+        return "multilabel"  # relevance grades, not one true class per sample
     return _task(summary, columns, task)
 
 
@@ -217,7 +229,7 @@ def _culprit(summary: pl.DataFrame, key: str, columns: Columns) -> str:
         low, high = summary["min_bad_truth"].min(), summary["max_bad_truth"].max()
         span = f"{low:g}" if low == high else f"{low:g} to {high:g}"
         return f": {span}, e.g. {row['value']:g} at {where}"
-    if key == "nan_score":
+    if key in ("nan_score", "negative_truth"):
         return f", e.g. {row['value']} at {where}"
     return f", e.g. at {where}"
 

@@ -615,8 +615,9 @@ class _Builder:
                 plan: Plan) -> exp.Select:
         request, task = plan.request, plan.task
         params = {**request.engine_params(plan), "unit_weights": weight is None}
-        self._source(table, cols, weight, self.by, truth="number" if task == "regression"
-                     else "bool")
+        # graded relevance (ndcg, dcg asked alone): the truth as the number it is
+        self._source(table, cols, weight, self.by,
+                     truth="number" if task == "regression" or request.graded else "bool")
         parts = []
         optional = self._optional(plan, params)
         # families whose labels are values first: a NULL label then takes their type (in
@@ -737,7 +738,8 @@ class _Builder:
             else row("label")
         picks = []
         for metric, averages in wanted.items():
-            for a in averages:
+            # a set: sorted, so the statement's text is the same in every process
+            for a in sorted(averages, key=lambda a: (a is not None, a or "")):
                 same = exp.Is(this=row("average"), expression=exp.null()) if a is None else \
                     exp.EQ(this=row("average"), expression=exp.Literal.string(a))
                 picks.append(exp.and_(exp.EQ(this=row("metric"),

@@ -6,7 +6,11 @@
 --         labels and the macro, weighted and macro_std averages)
 --   per label: average NULL, support the label's true weight (tp + fn).
 --   micro: from counts summed over labels.
+--   positive_likelihood_ratio, negative_likelihood_ratio: LR+ = recall / (fp / (fp + tn)) and
+--   LR- = (fn / (tp + fn)) / specificity, scikit-learn's class_likelihood_ratios; NULL where it
+--   is undefined (its NaN): LR+ where fp = 0, LR- where tn = 0, both where tp + fn = 0.
 --   hamming_loss: the share of wrong label decisions (micro), one row with average NULL.
+--   zero_one_loss: 1 - accuracy of the decisions pooled (binary: its one label), one row.
 WITH params AS (
     SELECT CAST($beta AS DOUBLE) AS beta, CAST($zero_division AS DOUBLE) AS zero_division
 ),
@@ -39,16 +43,27 @@ scores AS (
              ELSE ((tp / total) * (tn / total) - (fp / total) * (fn / total))
                   / (sqrt((tp + fp) / total * ((tp + fn) / total))
                      * sqrt((tn + fp) / total * ((tn + fn) / total)))
-        END AS mcc
+        END AS mcc,
+        -- ratios of rates rather than scikit-learn's products of counts: none overflows
+        CASE WHEN fp = 0 OR tp + fn = 0 THEN NULL
+             ELSE (tp / (tp + fn)) / (fp / (fp + tn))
+        END AS positive_likelihood_ratio,
+        CASE WHEN tn = 0 OR tp + fn = 0 THEN NULL
+             ELSE (fn / (tp + fn)) / (tn / (fp + tn))
+        END AS negative_likelihood_ratio
     FROM counts, params
 ),
 long AS (
     SELECT *
     FROM scores UNPIVOT INCLUDE NULLS (
-        value FOR metric IN (tp, fp, fn, tn, support, accuracy, precision, recall, f1, fbeta, specificity, jaccard, mcc)
+        value FOR metric IN (tp, fp, fn, tn, support, accuracy, precision, recall, f1, fbeta, specificity, jaccard, mcc,
+                         positive_likelihood_ratio, negative_likelihood_ratio)
     )
 )
 SELECT segment, metric, average, label, value, label_support AS support FROM long
 UNION ALL
 SELECT segment, 'hamming_loss', NULL, NULL, (fp + fn) / nullif(tp + fp + fn + tn, 0), NULL
+FROM counts WHERE average = 'micro'
+UNION ALL
+SELECT segment, 'zero_one_loss', NULL, NULL, 1 - (tp + tn) / nullif(total, 0), NULL
 FROM counts WHERE average = 'micro'

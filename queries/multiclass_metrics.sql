@@ -2,7 +2,8 @@
 -- Reads:  confusion_matrix(segment, truth_label, predicted_label, weight)  (argmax_matrix.sql)
 --         confusion_counts(segment, label, tp, fp, fn, tn)  (matrix_counts.sql)
 -- Gives:  segment, metric, average, label, predicted, value
---   accuracy, hamming_loss (= 1 - accuracy), balanced_accuracy (mean recall over classes that
+--   accuracy, hamming_loss (the share of errors), zero_one_loss (1 - accuracy, as
+--   scikit-learn computes it), balanced_accuracy (mean recall over classes that
 --   have true samples), mcc (Gorodkin's multiclass form; 0 when its denominator is 0),
 --   cohen_kappa (NULL when undefined): one row each, average and label NULL.
 --   confusion_matrix: one row per (true label, predicted label) of the segment's labels, the
@@ -41,6 +42,8 @@ FROM (
     SELECT segment, 'accuracy' AS metric, accuracy AS value FROM totals
     UNION ALL
     SELECT segment, 'hamming_loss', errors FROM totals
+    UNION ALL
+    SELECT segment, 'zero_one_loss', 1 - accuracy FROM totals
     UNION ALL
     SELECT segment, 'balanced_accuracy', balanced_accuracy FROM totals
     UNION ALL

@@ -11,7 +11,9 @@
 --   weights are all 0 (scikit-learn refuses such weights).
 --   undefined_samples: how many samples of positive weight the mean skipped (0/0: where
 --   scikit-learn's default, zero_division='warn', counts them as 0 instead).
---   subset_accuracy: share of samples whose every label is decided right (exact match).
+--   subset_accuracy: share of samples whose every label is decided right (exact match);
+--   zero_one_loss: share of samples with some label decided wrong (scikit-learn's multilabel
+--   zero_one_loss, 1 - subset_accuracy).
 --   adjusted_accuracy: share of samples whose top-scored label is true.
 WITH params AS (
     SELECT CAST($beta AS DOUBLE) AS beta, CAST($zero_division AS DOUBLE) AS zero_division
@@ -31,19 +33,21 @@ scores AS (
         fbeta_score(tp, fp, fn, beta, zero_division) AS fbeta,
         CASE WHEN tp + fp + fn = 0 THEN zero_division ELSE tp / (tp + fp + fn) END AS jaccard,
         CASE WHEN exact THEN 1.0 ELSE 0.0 END AS subset_accuracy,
+        CASE WHEN exact THEN 0.0 ELSE 1.0 END AS zero_one_loss,
         CASE WHEN top_true THEN 1.0 ELSE 0.0 END AS adjusted_accuracy
     FROM counts, params
 ),
 long AS (
     SELECT *
     FROM scores UNPIVOT INCLUDE NULLS (
-        value FOR metric IN (precision, recall, f1, fbeta, jaccard, subset_accuracy, adjusted_accuracy)
+        value FOR metric IN (precision, recall, f1, fbeta, jaccard, subset_accuracy, zero_one_loss,
+                         adjusted_accuracy)
     )
 )
 SELECT
     segment,
     metric,
-    CASE WHEN metric IN ('subset_accuracy', 'adjusted_accuracy') THEN NULL ELSE 'samples' END
+    CASE WHEN metric IN ('precision', 'recall', 'f1', 'fbeta', 'jaccard') THEN 'samples' END
         AS average,
     NULL AS label,
     sum(value * weight) / nullif(sum(weight) FILTER (WHERE value IS NOT NULL), 0) AS value,

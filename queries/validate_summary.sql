@@ -31,6 +31,7 @@ value_checks AS (
             AS nan_truth,
         min(score) AS min_score,
         max(score) AS max_score,
+        min(CAST(truth AS DOUBLE)) AS min_truth,
         count(*) FILTER (WHERE weight IS NULL OR weight < 0 OR isnan(weight) OR isinf(weight))
             AS bad_weight
     FROM predictions
@@ -57,7 +58,13 @@ value_examples AS (
         min(CAST(truth AS DOUBLE)) FILTER (WHERE CAST(truth AS DOUBLE) NOT IN (0, 1))
             AS min_bad_truth,
         max(CAST(truth AS DOUBLE)) FILTER (WHERE CAST(truth AS DOUBLE) NOT IN (0, 1))
-            AS max_bad_truth
+            AS max_bad_truth,
+        -- a graded relevance (ndcg, dcg) may be any number >= 0: its negative values' row
+        min(sample) FILTER (WHERE CAST(truth AS DOUBLE) < 0) AS example_negative_truth_sample,
+        arg_min(label, (sample, label)) FILTER (WHERE CAST(truth AS DOUBLE) < 0)
+            AS example_negative_truth_label,
+        arg_min(CAST(truth AS DOUBLE), (sample, label)) FILTER (WHERE CAST(truth AS DOUBLE) < 0)
+            AS example_negative_truth_value
     FROM predictions
     WHERE score IS NULL OR isnan(score) OR isinf(score) OR CAST(truth AS DOUBLE) NOT IN (0, 1)
     GROUP BY segment
@@ -132,11 +139,12 @@ sample_checks AS (
 SELECT
     s.segment, s.n_rows, s.n_samples, s.sample_weight, s.n_labels, s.null_sample,
     v.null_label, v.null_score, v.nan_score, v.null_truth, v.bad_truth, v.nan_truth,
-    v.min_score, v.max_score, v.bad_weight,
+    v.min_score, v.max_score, v.min_truth, v.bad_weight,
     e.example_null_score_sample, e.example_null_score_label,
     e.example_nan_score_sample, e.example_nan_score_label, e.example_nan_score_value,
     e.example_bad_truth_sample, e.example_bad_truth_label, e.example_bad_truth_value,
-    e.min_bad_truth, e.max_bad_truth,
+    e.min_bad_truth, e.max_bad_truth, e.example_negative_truth_sample,
+    e.example_negative_truth_label, e.example_negative_truth_value,
     s.min_rows, s.max_rows, s.dup_rows, s.min_true, s.max_true, s.uneven_weight,
     s.example_dup, s.example_short, s.example_not_one_true, s.example_weight
 FROM sample_checks AS s

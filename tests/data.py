@@ -24,8 +24,7 @@ def make_predictions(task: Task, seed: int, *, n_samples: int = 90, n_labels: in
     evaluation without segments); "one_class" has only negatives (multiclass: only the first
     class true; regression: a constant truth); "single" holds one sample; with ``weightless``
     (and ``weighted``), "weightless" holds the last three samples, each of weight 0.
-    Regression: each label is one output, truth and prediction on a 0.1 grid, some truths
-    exactly 0.
+    Regression: each label is one output, truth and prediction on a 0.1 grid, both > 0.
     """
     rng = np.random.default_rng(seed)
     n_labels = {"binary": 1, "regression": 2}.get(task, n_labels)
@@ -40,11 +39,11 @@ def make_predictions(task: Task, seed: int, *, n_samples: int = 90, n_labels: in
         own = labels[:-1] if region == "south" and n_labels > 1 and not complete else labels
         scores = np.round(rng.integers(0, 11, size=len(own)) / 10, 1)
         if task == "regression":  # truth on a coarse grid (ties); "one_class": constant truth
+            # truths and predictions > 0: every regression metric's domain, the deviances' and
+            # log errors' too (MAPE's zero truth: tests/test_regression.py)
             true = (np.full(len(own), 3.0) if region == "one_class"
-                    else np.round(rng.normal(2.0, 3.0, size=len(own)), 1))
-            if region != "one_class":
-                true[rng.random(len(own)) < 0.1] = 0.0  # zero targets: MAPE's eps case
-            scores = np.round(true + rng.normal(0.0, 1.5, size=len(own)), 1)
+                    else np.round(rng.gamma(2.0, 1.5, size=len(own)), 1) + 0.1)
+            scores = np.maximum(np.round(true + rng.normal(0.0, 1.5, size=len(own)), 1), 0.1)
         elif task == "multiclass":
             true = np.zeros(len(own), dtype=bool)
             true[0 if region == "one_class" else rng.integers(len(own))] = True

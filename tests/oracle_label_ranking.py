@@ -61,7 +61,17 @@ def _lrap(seg: Segment) -> float | None:
                   sample_weight=seg.weight)
 
 
+def _gain(fn: Callable[..., float], seg: Segment, **extra: object) -> float | None:
+    # scikit-learn's np.average raises where the weights sum to 0: undefined (null) here
+    if seg.weight.sum() == 0:
+        return None
+    return _quiet(fn, seg.target, seg.score, k=seg.k, sample_weight=seg.weight,
+                  ignore_ties=seg.params.get("ignore_ties", False), **extra)
+
+
 VALUES: dict[str, Callable[[Segment], float | None]] = {
+    "dcg": lambda s: _gain(skm.dcg_score, s, log_base=s.params.get("log_base", 2.0)),
+    "ndcg": lambda s: _gain(skm.ndcg_score, s),
     "coverage_error": lambda s: _quiet(skm.coverage_error, s.truth.astype(int), s.score,
                                        sample_weight=s.weight),
     "label_ranking_loss": lambda s: _quiet(skm.label_ranking_loss, s.truth.astype(int),

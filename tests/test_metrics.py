@@ -56,7 +56,7 @@ CASES = [
     Case("multilabel", 9, by=(), weighted=False, params={"zero_division": 1}),
     Case("multilabel", 10, params={"max_fpr": 0.3, "min_recall": 0.5, "min_precision": 0.6,
                                    "n_bins": 4, "k": 3}),
-    Case("regression", 11),
+    Case("regression", 11, params={"pinball_alpha": 0.3, "power": 1.5}),
     Case("regression", 12, by=(), weighted=False),
 ]
 #: evaluate()'s parameters at their defaults (curve-only ones left out)

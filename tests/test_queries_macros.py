@@ -28,6 +28,8 @@ CHAINS = {
     "placements": ("binary", ["ranked_points", "block_placements"]),
     "threshold_buckets": ("multilabel", []),
     "calibration_bins": ("multiclass", []),
+    "regression_sums": ("regression", []),
+    "regression_quantiles": ("regression", []),
 }
 
 
@@ -85,7 +87,7 @@ def test_files_run_as_written_after_their_macros(step, unit_weights, bins):
     params = {"threshold": 0.5, "beta": 2.0, "zero_division": None, "bins": bins,
               "thresholds": [k / 10 for k in range(11)] if bins else [0.2, 0.5, 0.9],
               "n_bins": 7, "max_fpr": 0.5, "micro": True, "unit_weights": unit_weights,
-              "class_counts": True, "label_totals": True}
+              "class_counts": True, "label_totals": True, "pinball_alpha": 0.3, "power": 1.5}
     con = duckdb.connect(config={"threads": 1})
     con.register("predictions", predictions)
     for name in chain:

@@ -22,6 +22,7 @@ from mleval_sql.registry import (
     STEPS,
     SWEEP,
     SWEPT,
+    THRESHOLDS,
     metrics_of,
 )
 from mleval_sql.schema import Columns
@@ -124,7 +125,7 @@ def test_a_family_gives_exactly_the_metrics_the_registry_names(family, task, eng
     finally:
         runner.close()
     given = set(rows[family.final]["metric"].unique())
-    own = DECISIONS if family is SWEEP else family
+    own = DECISIONS if family in (SWEEP, THRESHOLDS) else family
     wanted = {m for m, metric in METRICS.items() if metric.families.get(task) is own
               or (family is SAMPLES and metric.samples_average)}
     assert wanted <= given, f"named in the registry, not given: {sorted(wanted - given)}"

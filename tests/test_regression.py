@@ -21,6 +21,8 @@ from tests.data import make_predictions
 from tests.helpers import assert_frames_close
 
 METRICS = ["mse", "rmse", "mae", "mape", "r2"]
+#: the regression steps' parameters, not at their defaults
+PARAMS = {"pinball_alpha": 0.3, "power": 1.5}
 
 
 def long(truth: np.ndarray, pred: np.ndarray, weight: np.ndarray | None = None,
@@ -186,13 +188,17 @@ def test_regression_sums_agree_between_engines():
                                segment=pl.struct("region", "model"))
     con = duckdb.connect()
     con.register("predictions", predictions)
-    from_sql = con.sql(queries.load("regression_sums")).pl().sort("segment", "label")
-    from_polars = (plans.regression_sums(predictions.lazy()).collect()
-                   .sort("segment", "label").select(from_sql.columns))
-    assert from_sql.columns == ["segment", "label", "weight", "mean_truth", "sse", "sae", "sape",
-                                "sst", "se"]
-    assert from_sql.height > 0
-    assert_frames_close(from_sql, from_polars)
+    for step in ("regression_sums", "regression_quantiles"):
+        from_sql = con.sql(queries.load(step), params={
+            p: PARAMS[p] for p in queries.parameters(queries.load(step))}).pl().sort(
+            "segment", "label")
+        from_polars = (getattr(plans, step)(predictions.lazy(), **{
+            p: PARAMS[p] for p in queries.parameters(queries.load(step))}).collect()
+            .sort("segment", "label").select(from_sql.columns))
+        assert from_sql.height > 0
+        assert_frames_close(from_sql, from_polars)
+    assert from_sql.columns == ["segment", "label", "median_error", "truth_median",
+                                "truth_quantile", "median_loss", "quantile_loss"]
 
 
 def test_regression_sums_of_an_integer_truth_column():
@@ -200,8 +206,8 @@ def test_regression_sums_of_an_integer_truth_column():
                                 "truth": [1, 2, 4], "weight": [1.0, 1.0, 2.0], "segment": 0})
     con = duckdb.connect()
     con.register("predictions", predictions)
-    from_sql = con.sql(queries.load("regression_sums")).pl()
-    from_polars = plans.regression_sums(predictions.lazy()).collect()
+    from_sql = con.sql(queries.load("regression_sums"), params=PARAMS).pl()
+    from_polars = plans.regression_sums(predictions.lazy(), **PARAMS).collect()
     for table in (from_sql, from_polars):
         row = table.row(0, named=True)
         assert (row["weight"], row["mean_truth"], row["sse"], row["sst"]) == (4.0, 2.75, 8.25,
@@ -257,3 +263,126 @@ def test_targets_outside_0_1_are_not_taken_for_regression_by_a_classification_me
     data = make_predictions("regression", 11)
     with pytest.raises(InputError, match=re.escape("outside {0, 1}")):
         me.evaluate(data, ["f1"])
+
+
+# -- scikit-learn 1.9's other regression metrics ------------------------------------------------
+
+#: scikit-learn's docstring examples: (y_true, y_pred, metric, parameters, its printed value)
+DOCSTRINGS = [
+    ([3, -0.5, 2, 7], [2.5, 0.0, 2, 8], "explained_variance", {}, 0.957),
+    ([3, 2, 7, 1], [4, 2, 7, 1], "max_error", {}, 1.0),
+    ([3, -0.5, 2, 7], [2.5, 0.0, 2, 8], "median_absolute_error", {}, 0.5),
+    ([3, 5, 2.5, 7], [2.5, 5, 4, 8], "mean_squared_log_error", {}, 0.039),
+    ([3, 5, 2.5, 7], [2.5, 5, 4, 8], "root_mean_squared_log_error", {}, 0.199),
+    ([1, 2, 3], [0, 2, 3], "mean_pinball_loss", {"pinball_alpha": 0.1}, 0.03),
+    ([1, 2, 3], [1, 2, 4], "mean_pinball_loss", {"pinball_alpha": 0.1}, 0.3),
+    ([1, 2, 3], [0, 2, 3], "mean_pinball_loss", {"pinball_alpha": 0.9}, 0.3),
+    ([1, 2, 3], [1, 2, 4], "mean_pinball_loss", {"pinball_alpha": 0.9}, 0.03),
+    ([2, 0, 1, 4], [0.5, 0.5, 2.0, 2.0], "mean_poisson_deviance", {}, 1.4260),
+    ([2, 0.5, 1, 4], [0.5, 0.5, 2.0, 2.0], "mean_gamma_deviance", {}, 1.0568),
+    ([2, 0, 1, 4], [0.5, 0.5, 2.0, 2.0], "mean_tweedie_deviance", {"power": 1}, 1.4260),
+    ([3, -0.5, 2, 7], [2.5, 0.0, 2, 8], "d2_absolute_error", {}, 0.764),
+    ([1, 2, 3], [1, 3, 3], "d2_pinball", {}, 0.5),
+    ([1, 2, 3], [1, 3, 3], "d2_pinball", {"pinball_alpha": 0.9}, 0.666),
+    ([1, 2, 3], [1, 3, 3], "d2_pinball", {"pinball_alpha": 0.1}, -1.999),
+    ([1, 2, 3], [1, 2, 3], "d2_absolute_error", {}, 1.0),
+    ([1, 2, 3], [2, 2, 2], "d2_absolute_error", {}, 0.0),
+    ([0.5, 1, 2.5, 7], [1, 1, 5, 3.5], "d2_tweedie", {}, 0.285),
+    ([0.5, 1, 2.5, 7], [1, 1, 5, 3.5], "d2_tweedie", {"power": 1}, 0.487),
+    ([0.5, 1, 2.5, 7], [1, 1, 5, 3.5], "d2_tweedie", {"power": 2}, 0.630),
+]
+
+
+@pytest.mark.parametrize(("truth", "pred", "metric", "params", "value"), DOCSTRINGS,
+                         ids=[f"{d[2]}-{i}" for i, d in enumerate(DOCSTRINGS)])
+def test_scikit_learn_docstring_examples(engine, truth, pred, metric, params, value):
+    data = long(np.array(truth, dtype=float), np.array(pred, dtype=float), labels=("y",))
+    got = me.evaluate(data, metric, engine=engine, **params)["value"].item()
+    digits = len(repr(value).split(".")[1])  # as printed there: 0.039... holds 0.039
+    assert math.trunc(got * 10**digits) / 10**digits == pytest.approx(value) \
+        or round(got, digits) == pytest.approx(value), got
+
+
+def test_multioutput_docstring_examples(engine):
+    truth = np.array([[0.5, 1], [1, 2], [7, 6]])
+    pred = np.array([[0.5, 2], [1, 2.5], [8, 8]])
+    got = me.evaluate(long(truth, pred), "mean_squared_log_error", engine=engine,
+                      average=["none", "macro"])
+    assert [round(v, 8) for v in values(got, "mean_squared_log_error").values()] == \
+        [0.00462428, 0.08377444]
+    assert math.trunc(values(got, "mean_squared_log_error", "macro")[None] * 1e3) == 44
+    truth = np.array([[0.5, 1], [-1, 1], [7, -6]])
+    pred = np.array([[0, 2], [-1, 2], [8, -5]])
+    got = me.evaluate(long(truth, pred), ["median_absolute_error", "d2_absolute_error"],
+                      engine=engine, average=["none", "macro"])
+    assert list(values(got, "median_absolute_error").values()) == [0.5, 1.0]
+    assert values(got, "median_absolute_error", "macro")[None] == 0.75
+    d2 = skm.d2_absolute_error_score(truth, pred, multioutput="raw_values")
+    assert [round(v, 8) for v in d2] == [0.8125, 0.57142857]  # the docstring's raw values
+    assert all(close(a, b) for a, b in zip(values(got, "d2_absolute_error").values(), d2,
+                                           strict=True))
+    assert math.trunc(values(got, "d2_absolute_error", "macro")[None] * 1e3) == 691  # 0.691...
+    got = me.evaluate(long(truth, pred), "explained_variance", engine=engine, average="macro")
+    assert math.trunc(got["value"].item() * 1e3) == 983  # 0.983...
+
+
+def test_weighted_median_is_scikit_learns_averaged_inverted_cdf(engine):
+    # weights splitting evenly at a value: the mean of it and the next; ties; zero weights
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        n = int(rng.integers(1, 12))
+        truth = rng.integers(0, 5, size=n).astype(float)
+        pred = rng.integers(0, 5, size=n).astype(float)
+        weight = rng.choice([0.0, 0.5, 1.0, 2.0], size=n)
+        weight[0] = 1.0
+        got = me.evaluate(long(truth, pred, weight, labels=("y",)), "median_absolute_error",
+                          engine=engine)["value"].item()
+        assert got == skm.median_absolute_error(truth, pred, sample_weight=weight)
+        unweighted = me.evaluate(long(truth, pred, labels=("y",)), "median_absolute_error",
+                                 engine=engine)["value"].item()
+        assert unweighted == skm.median_absolute_error(truth, pred)  # np.median
+
+
+@pytest.mark.parametrize(("metric", "params", "truth", "pred", "message"), [
+    ("mean_squared_log_error", {}, [-1.0, 2.0], [1.0, 2.0], "'truth' > -1 .* down to -1"),
+    ("root_mean_squared_log_error", {}, [1.0, 2.0], [1.0, -3.0], "'score' > -1 .* down to -3"),
+    ("mean_poisson_deviance", {}, [-0.5, 2.0], [1.0, 2.0],
+     "'truth' >= 0 .* down to -0.5, e.g. -0.5 at sample 0, label 'y'"),
+    ("mean_poisson_deviance", {}, [0.0, 2.0], [0.0, 2.0], "'score' > 0 .* down to 0"),
+    ("mean_gamma_deviance", {}, [0.0, 2.0], [1.0, 2.0], "'truth' > 0 .* down to 0"),
+    ("mean_tweedie_deviance", {"power": 3}, [0.0, 2.0], [1.0, 2.0],
+     "with power=3 needs column 'truth' > 0"),
+    ("d2_tweedie", {"power": -1}, [-5.0, 2.0], [0.0, 2.0],
+     "with power=-1 needs column 'score' > 0"),
+])
+def test_values_outside_a_loss_domain_are_one_line_errors(engine, metric, params, truth, pred,
+                                                            message):
+    data = long(np.array(truth), np.array(pred), labels=("y",))
+    with pytest.raises(InputError, match=f"^{metric}.*{message}") as error:
+        me.evaluate(data, metric, engine=engine, **params)
+    assert "\n" not in str(error.value)
+
+
+def test_a_power_of_the_extreme_stable_kind_reads_negative_truths(engine):
+    truth, pred = np.array([-1.0, 2.0, 0.5]), np.array([0.5, 1.5, 1.0])
+    got = me.evaluate(long(truth, pred, labels=("y",)), "mean_tweedie_deviance", power=-1.0,
+                      engine=engine)
+    assert close(got["value"].item(), skm.mean_tweedie_deviance(truth, pred, power=-1.0))
+    assert got["power"].item() == -1.0
+
+
+@pytest.mark.parametrize(("name", "value"), [("power", 0.5), ("pinball_alpha", 0.0),
+                                              ("pinball_alpha", 1.0)])
+def test_parameters_outside_scikit_learns_domain_are_refused(name, value):
+    data = long(np.array([1.0, 2.0]), np.array([1.0, 2.5]), labels=("y",))
+    with pytest.raises(InputError, match=f"^{name} must"):
+        me.evaluate(data, "mean_tweedie_deviance", **{name: value})
+
+
+def test_a_constant_truth_leaves_the_d2_scores_undefined(engine):
+    truth, pred = np.array([[2.0, 1.0], [2.0, 3.0]]), np.array([[1.5, 1.0], [2.5, 2.0]])
+    names = ["explained_variance", "d2_absolute_error", "d2_pinball", "d2_tweedie"]
+    got = me.evaluate(long(truth, pred), names, engine=engine, average=["none", "macro"])
+    for name in names:
+        assert values(got, name)["y1"] is None  # scikit-learn's force_finite: 0.0
+        assert values(got, name, "macro")[None] == values(got, name)["y2"]

@@ -17,6 +17,8 @@ __all__ = ["decision_metrics", "declared_argmax", "declared_metrics", "declared_
            "threshold_counts"]
 
 LABEL_METRICS = tuple(m for m in metrics_of(DECISIONS) if METRICS[m].per_label)
+#: one row per segment, from the counts pooled over labels (micro)
+POOLED_METRICS = ("hamming_loss", "zero_one_loss")
 
 
 def threshold_counts(predictions: pl.LazyFrame, *, threshold: float) -> pl.LazyFrame:
@@ -34,16 +36,18 @@ def decision_metrics(confusion_counts: pl.LazyFrame, *, beta: float,
                      zero_division: float | None,
                      keep: tuple[Sequence[str], Sequence[str]] | None = None) -> pl.LazyFrame:
     """Per-label metrics (average null, support the label's true weight) and micro ones, from
-    counts summed over labels; hamming_loss one row per segment. label_averages adds the rest.
+    counts summed over labels; hamming_loss and zero_one_loss one row per segment.
+    label_averages adds the rest.
 
     ``keep``: only these metrics and averages ("none": per label), so that the work per
     segment is that of the rows asked for (the SQL gets the same rows by a filter).
     """
-    metrics = [m for m in (*LABEL_METRICS, "hamming_loss") if keep is None or m in keep[0]]
+    metrics = [m for m in (*LABEL_METRICS, *POOLED_METRICS) if keep is None or m in keep[0]]
     per_label = [m for m in metrics if m in LABEL_METRICS]
+    pooled = [m for m in metrics if m in POOLED_METRICS]
     micro = confusion_counts.group_by("segment").agg(pl.col("tp", "fp", "fn", "tn").sum())
     parts = [confusion_counts.with_columns(average=pl.lit(None, dtype=pl.String))]
-    if keep is None or "micro" in keep[1] or "hamming_loss" in metrics:
+    if keep is None or "micro" in keep[1] or pooled:
         parts.append(micro.with_columns(average=pl.lit("micro")))
     counts = pl.concat(parts, how="diagonal")
 
@@ -61,17 +65,22 @@ def decision_metrics(confusion_counts: pl.LazyFrame, *, beta: float,
         accuracy=(tp + tn) / pl.when(total != 0).then(total),
         specificity=ratio(tn, tn + fp, zero_division),
         mcc=pl.when(degenerate).then(0.0).otherwise(mcc),
+        # ratios of rates rather than scikit-learn's products of counts: none overflows
+        positive_likelihood_ratio=pl.when((fp != 0) & (tp + fn != 0))
+        .then(tp / (tp + fn) / (fp / (fp + tn))),
+        negative_likelihood_ratio=pl.when((tn != 0) & (tp + fn != 0))
+        .then(fn / (tp + fn) / (tn / (fp + tn))),
         **rate_scores(tp, fp, fn, beta, zero_division),
     )
     long = scores.unpivot(on=per_label, index=["segment", "average", "label", "label_support"],
                           variable_name="metric", value_name="value")
     out = [long.rename({"label_support": "support"})] if per_label else []
-    if "hamming_loss" in metrics:
-        out.append(counts.filter(pl.col("average") == "micro").select(
-            "segment", "label", metric=pl.lit("hamming_loss"),  # label: null, of its type
-            average=pl.lit(None, dtype=pl.String),
-            value=(fp + fn) / pl.when(tp + fp + fn + tn != 0).then(tp + fp + fn + tn),
-            support=pl.lit(None, dtype=pl.Float64)))
+    nonzero = pl.when(total != 0).then(total)
+    values = {"hamming_loss": (fp + fn) / nonzero, "zero_one_loss": 1 - (tp + tn) / nonzero}
+    out += [counts.filter(pl.col("average") == "micro").select(
+        "segment", "label", metric=pl.lit(name),  # label: null, of its type
+        average=pl.lit(None, dtype=pl.String), value=values[name],
+        support=pl.lit(None, dtype=pl.Float64)) for name in pooled]
     return pl.concat(out, how="diagonal").select(
         "segment", "metric", "average", "label", "value", "support")
 

@@ -1,17 +1,20 @@
 """Ranking across labels, per sample: coverage, ranking loss, LRAP, one-error, precision@k and
-recall@k (polars plans).
+recall@k; DCG and NDCG by graded relevance (polars plans).
 
-Mirrors queries/sample_ranks.sql and queries/label_ranking_metrics.sql.
+Mirrors queries/sample_ranks.sql, label_ranking_metrics.sql, sample_gains.sql and
+gain_metrics.sql.
 """
 
 from __future__ import annotations
 
+import math
+
 import polars as pl
 
 from mleval_sql.engines.polars._common import truth, weight
-from mleval_sql.registry import LABEL_RANKING, metrics_of
+from mleval_sql.registry import GRADED, LABEL_RANKING, metrics_of
 
-__all__ = ["label_ranking_metrics", "sample_ranks"]
+__all__ = ["gain_metrics", "label_ranking_metrics", "sample_gains", "sample_ranks"]
 
 _score, _label = pl.col("score"), pl.col("label")
 METRICS = metrics_of(LABEL_RANKING)
@@ -63,5 +66,53 @@ def label_ranking_metrics(sample_ranks: pl.LazyFrame) -> pl.LazyFrame:
                            value_name="value")
             .group_by("segment", "metric")
             .agg(value=(value * weight).sum() / pl.when(kept != 0).then(kept))
+            .select("segment", "metric", average=pl.lit(None, dtype=pl.String),
+                    label=pl.lit(None), value="value"))
+
+
+def sample_gains(predictions: pl.LazyFrame, *, k: int, log_base: float,
+                 ignore_ties: bool) -> pl.LazyFrame:
+    """Per sample: DCG and NDCG of its labels ranked by score, the truth read as graded
+    relevance (a boolean as 1 / 0), to position ``k``.
+
+    Ties as scikit-learn: each label of a block of tied scores gains the block's mean
+    relevance at its own position (``ignore_ties``: its own relevance, tied labels in label
+    order, the last first, as scikit-learn's reversed argsort). The discount is
+    ln(log_base) / ln(position + 1); NDCG divides by the ideal ranking's DCG (0 where that
+    is 0), with the base cancelled.
+
+    >>> rows = pl.LazyFrame({"segment": 0, "sample": 1, "label": list("abcde"),
+    ...                      "score": [.1, .2, .3, 4, 70], "truth": [10, 0, 0, 1, 5],
+    ...                      "weight": 1.0})
+    >>> gains = sample_gains(rows, k=5, log_base=2, ignore_ties=False).collect()
+    >>> round(gains["dcg"].item(), 2), round(gains["ndcg"].item(), 2)
+    (9.49, 0.69)
+    """
+    gain = pl.col("gain")
+    rows = predictions.select("segment", "sample", "label", "score", "weight",
+                              gain=pl.col("truth").cast(pl.Float64))
+    ranked = gain if ignore_ties else gain.mean().over("segment", "sample", "score")
+    rows = rows.with_columns(ranked=ranked)
+    # ln(position + 1) of positions 1..k (fewer where the sample has fewer labels)
+    discount = pl.int_range(2, pl.len() + 2).cast(pl.Float64).log().head(k)
+    by_score = pl.col("ranked").sort_by(["score", "label"], descending=[True, True]).head(k)
+    gained = (by_score / discount).sum()
+    ideal = (gain.sort(descending=True).head(k) / discount).sum()
+    per_sample = rows.group_by("segment", "sample").agg(
+        weight=weight.first(), gained=gained, ideal=ideal)
+    return per_sample.select(
+        "segment", "sample", "weight",
+        dcg=pl.col("gained") * math.log(log_base),
+        ndcg=pl.when(pl.col("ideal") == 0).then(0.0)
+        .otherwise(pl.col("gained") / pl.col("ideal")))
+
+
+def gain_metrics(sample_gains: pl.LazyFrame) -> pl.LazyFrame:
+    """DCG and NDCG averaged over samples weighted by sample weight (null: no weight)."""
+    value, total = pl.col("value"), weight.sum()
+    return (sample_gains.unpivot(index=["segment", "weight"], on=list(metrics_of(GRADED)),
+                                 variable_name="metric", value_name="value")
+            .group_by("segment", "metric")
+            .agg(value=(value * weight).sum() / pl.when(total != 0).then(total))
             .select("segment", "metric", average=pl.lit(None, dtype=pl.String),
                     label=pl.lit(None), value="value"))

@@ -51,7 +51,8 @@ def matrix_counts(confusion_matrix: pl.LazyFrame) -> pl.LazyFrame:
 
 def multiclass_metrics(confusion_matrix: pl.LazyFrame,
                        confusion_counts: pl.LazyFrame) -> pl.LazyFrame:
-    """accuracy, hamming_loss, balanced_accuracy, mcc, cohen_kappa and the confusion matrix."""
+    """accuracy, hamming_loss, zero_one_loss, balanced_accuracy, mcc, cohen_kappa and the
+    confusion matrix."""
     tp, fp, fn = pl.col("tp"), pl.col("fp"), pl.col("fn")
     # every product of counts is taken of shares of the segment's weight n, so that none under-
     # or overflows (weights of 1e-300 or 1e300 give the same values as weights of 1)
@@ -71,6 +72,7 @@ def multiclass_metrics(confusion_matrix: pl.LazyFrame,
         "segment",
         accuracy=accuracy,
         hamming_loss=errors,
+        zero_one_loss=1 - accuracy,
         balanced_accuracy="balanced_accuracy",
         mcc=pl.when((pl.col("n") == 0) | pl.col("one_class")).then(0.0)
         .otherwise((accuracy - chance) / mcc_den.sqrt()),
@@ -89,22 +91,26 @@ def multiclass_metrics(confusion_matrix: pl.LazyFrame,
 
 
 def true_ranks(predictions: pl.LazyFrame) -> pl.LazyFrame:
-    """Labels ranked above each sample's true label; ties rank the larger label first."""
+    """Labels ranked above each sample's true label (ties rank the larger label first), and
+    its margin: the true label's score minus the largest other score (null: no other)."""
     truths = predictions.filter(truth).select("segment", "sample", true_score=_score,
                                                true_label=_label)
     above = (_score > pl.col("true_score")) | (
         (_score == pl.col("true_score")) & (_label > pl.col("true_label")))
     return (predictions.join(truths, on=["segment", "sample"], nulls_equal=True)
             .group_by("segment", "sample")
-            .agg(weight=weight.first(), n_above=above.sum()))
+            .agg(weight=weight.first(), n_above=above.sum(),
+                 margin=pl.col("true_score").first() - _score.filter(~truth).max()))
 
 
 def top_k_metrics(true_ranks: pl.LazyFrame, *, k: int) -> pl.LazyFrame:
-    """Top-k accuracy per segment."""
-    total = weight.sum()
-    return true_ranks.group_by("segment").agg(
-        metric=pl.lit("top_k_accuracy"),
-        average=pl.lit(None, dtype=pl.String),
-        label=pl.lit(None),
-        value=weight.filter(pl.col("n_above") < k).sum() / pl.when(total != 0).then(total),
-    )
+    """Top-k accuracy and the multiclass (Crammer-Singer) hinge loss per segment."""
+    total = pl.when(weight.sum() != 0).then(weight.sum())
+    hinge = (weight * (1.0 - pl.col("margin")).clip(lower_bound=0.0)).sum()
+    return (true_ranks.group_by("segment")
+            .agg(top_k_accuracy=weight.filter(pl.col("n_above") < k).sum() / total,
+                 hinge_loss=hinge / total)
+            .unpivot(on=["top_k_accuracy", "hinge_loss"], index="segment",
+                     variable_name="metric", value_name="value")
+            .select("segment", "metric", average=pl.lit(None, dtype=pl.String),
+                    label=pl.lit(None), value="value"))

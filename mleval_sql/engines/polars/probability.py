@@ -1,4 +1,5 @@
-"""Probabilistic metrics (log loss, Brier score) and calibration (ECE, reliability table).
+"""Probabilistic metrics (log loss, Brier score, their D², the hinge loss) and calibration
+(ECE, reliability table).
 
 Mirrors queries/probability_sums.sql, probability_metrics.sql,
 multiclass_probability_metrics.sql, calibration_bins.sql, calibration_metrics.sql and
@@ -28,44 +29,62 @@ _KEYS = ("segment", "label")
 
 
 def probability_sums(predictions: pl.LazyFrame) -> pl.LazyFrame:
-    """Per (segment, label): weight, pos, loss_true, loss_false, squared_error (weighted sums)."""
+    """Per (segment, label): weight, pos, neg, loss_true, loss_false, squared_error, hinge
+    (weighted sums; hinge reads the score as a decision value, truth +1 and -1)."""
     score = pl.col("score")
     # the probability of what happened, clipped as scikit-learn's log_loss clips
     p = pl.when(truth).then(score).otherwise(1.0 - score).clip(EPS, 1.0 - EPS)
     loss = weight * -p.log()
     miss = pl.when(truth).then(1.0 - score).otherwise(score)
+    margin = pl.when(truth).then(score).otherwise(-score)
     return predictions.group_by(*_KEYS).agg(
         weight=weight.sum(),
         pos=weight.filter(truth).sum(),
+        neg=weight.filter(~truth).sum(),
         loss_true=loss.filter(truth).sum(),
         loss_false=loss.filter(~truth).sum(),
         squared_error=(weight * miss * miss).sum(),
+        hinge=(weight * (1.0 - margin).clip(lower_bound=0.0)).sum(),
     )
 
 
 def probability_metrics(probability_sums: pl.LazyFrame) -> pl.LazyFrame:
-    """log_loss and brier_score per label (average null, support the positive weight) and of
-    the labels pooled (micro); label_averages adds the rest."""
-    sums = ("weight", "pos", "loss_true", "loss_false", "squared_error")
+    """log_loss, brier_score, d2_log_loss, d2_brier and hinge_loss per label (average null,
+    support the positive weight) and of the labels pooled (micro); label_averages adds the
+    rest. The D² are null where the truth is constant (pos or neg 0)."""
+    sums = ("weight", "pos", "neg", "loss_true", "loss_false", "squared_error", "hinge")
     micro = probability_sums.group_by("segment").agg(pl.col(*sums).sum())
-    w = pl.col("weight")
+    w, pos, neg = pl.col("weight"), pl.col("pos"), pl.col("neg")
+    loss = pl.col("loss_true") + pl.col("loss_false")
+    two_classes = (pos != 0) & (neg != 0)
+    # the log loss and the squared error of the prevalence (pos / weight for every row)
+    null_loss = -(pos * (pos / w).clip(EPS, 1.0 - EPS).log()
+                  + neg * (neg / w).clip(EPS, 1.0 - EPS).log())
     scores = {
-        "log_loss": _per(pl.col("loss_true") + pl.col("loss_false"), w),
+        "log_loss": _per(loss, w),
         "brier_score": _per(pl.col("squared_error"), w),
+        "d2_log_loss": pl.when(two_classes).then(1.0 - loss / null_loss),
+        "d2_brier": pl.when(two_classes).then(1.0 - pl.col("squared_error") / (pos / w * neg)),
+        "hinge_loss": _per(pl.col("hinge"), w),
     }
     return _with_micro(probability_sums, micro, scores)
 
 
 def multiclass_probability_metrics(probability_sums: pl.LazyFrame) -> pl.LazyFrame:
-    """One log_loss and one brier_score per segment (average and label null)."""
-    total = pl.col("pos")  # one true row per sample: the samples' weight
-    totals = probability_sums.group_by("segment").agg(pl.col("pos", "loss_true",
-                                                               "squared_error").sum())
-    return (totals.select("segment",
-                          log_loss=_per(pl.col("loss_true"), total),
-                          brier_score=_per(pl.col("squared_error"), total))
-            .unpivot(on=["log_loss", "brier_score"], index="segment", variable_name="metric",
-                     value_name="value")
+    """One log_loss, brier_score, d2_log_loss and d2_brier per segment (average and label
+    null); the D² null where fewer than two classes have weight."""
+    pos = pl.col("pos")
+    total = pos.sum()  # one true row per sample: the samples' weight
+    null_loss = -(pos * (pos / total).clip(EPS, 1.0 - EPS).log()).sum()
+    null_squared_error = (pos / total * pl.col("neg")).sum()
+    loss, squared_error = pl.col("loss_true").sum(), pl.col("squared_error").sum()
+    two_classes = (pos > 0).sum() >= 2
+    metrics = ["log_loss", "brier_score", "d2_log_loss", "d2_brier"]
+    return (probability_sums.group_by("segment")
+            .agg(log_loss=_per(loss, total), brier_score=_per(squared_error, total),
+                 d2_log_loss=pl.when(two_classes).then(1.0 - loss / null_loss),
+                 d2_brier=pl.when(two_classes).then(1.0 - squared_error / null_squared_error))
+            .unpivot(on=metrics, index="segment", variable_name="metric", value_name="value")
             .select("segment", "metric", average=pl.lit(None, dtype=pl.String),
                     label=pl.lit(None), value="value"))
 

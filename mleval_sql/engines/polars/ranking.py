@@ -16,7 +16,8 @@ from mleval_sql.params import curve_bins
 from mleval_sql.registry import RANKING, metrics_of
 
 __all__ = ["block_placements", "curve_counts", "curve_metrics", "curve_rates", "delong",
-           "ovo_metrics", "pair_counts", "placements", "ranked_points", "ranking_metrics"]
+           "det_rates", "ovo_metrics", "pair_counts", "placements", "point_counts",
+           "ranked_points", "ranking_metrics"]
 
 _KEYS = ("segment", "label")
 
@@ -461,6 +462,43 @@ def thinned(rates: pl.LazyFrame, kind: str, max_points: int,
     return (rates.with_columns(columns)
             .filter(pl.when(fits).then(pl.lit(True) if kept is None else kept).otherwise(keep))
             .drop(c.meta.output_name() for c in columns))
+
+
+def point_counts(curve_points: pl.LazyFrame) -> pl.LazyFrame:
+    """The counts at every distinct score (the origin left out) as confusion counts whose
+    segment is the struct {segment, threshold}: decision_metrics then gives each decision
+    metric at every score (scikit-learn's metric_at_thresholds). Mirrors
+    queries/point_counts.sql."""
+    return (curve_points.filter(pl.col("tp") + pl.col("fp") > 0)
+            .select(segment=pl.struct("segment", "threshold"), label="label",
+                    tp="tp", fp="fp", fn="fn", tn="tn"))
+
+
+def det_rates(curve_points: pl.LazyFrame, *, drop_intermediate: bool) -> pl.LazyFrame:
+    """scikit-learn's DET curve per label: fpr and fnr at every distinct score plus the origin,
+    from the last point with fp = 0 to the first with fn = 0 (``drop_intermediate``: first
+    the points whose tp equals both neighbours' dropped). Mirrors queries/det_rates.sql.
+
+    >>> points = pl.LazyFrame({"segment": 0, "label": "a",
+    ...     "threshold": [float("inf"), .8, .4, .35, .1], "tp": [0., 1, 1, 2, 2],
+    ...     "fp": [0., 0, 1, 1, 2], "fn": [2., 1, 1, 0, 0], "tn": [2., 2, 1, 1, 0]})
+    >>> det = det_rates(points, drop_intermediate=False).collect()
+    >>> det.sort("threshold")[["threshold", "fpr", "fnr"]].rows()
+    [(0.35, 0.5, 0.0), (0.4, 0.5, 0.5), (0.8, 0.0, 0.5)]
+    """
+    tp, fp, fn, tn, threshold = (pl.col(c) for c in ("tp", "fp", "fn", "tn", "threshold"))
+    points = curve_points.select(*_KEYS, "threshold", "tp", "fp", "fn", "tn")
+    if drop_intermediate:
+        points = points.sort("threshold", descending=True)
+        prev, after = tp.shift(1).over(_KEYS), tp.shift(-1).over(_KEYS)
+        points = points.filter(prev.is_null() | after.is_null() | (tp != prev)
+                               | (tp != after))
+    highest = threshold.filter(fp == 0).min().over(_KEYS)
+    lowest = threshold.filter(fn == 0).max().over(_KEYS)
+    return keys_as_text(points.filter((threshold <= highest) & (threshold >= lowest))).select(
+        *_KEYS, "threshold", "tp", "fp", "fn", "tn",
+        fpr=pl.when(fp + tn != 0).then(fp / (fp + tn)),
+        fnr=pl.when(tp + fn != 0).then(fn / (tp + fn)))
 
 
 # -- one-vs-one multiclass AUC (queries/pair_counts.sql, queries/ovo_metrics.sql) ---------------

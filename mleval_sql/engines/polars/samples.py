@@ -30,12 +30,14 @@ def sample_counts(predictions: pl.LazyFrame, *, threshold: float) -> pl.LazyFram
 
 def sample_metrics(sample_counts: pl.LazyFrame, *, beta: float,
                    zero_division: float | None) -> pl.LazyFrame:
-    """Samples-averaged P/R/F/jaccard, subset accuracy and adjusted (top-1-in-truth) accuracy."""
+    """Samples-averaged P/R/F/jaccard, subset accuracy, zero_one_loss (its complement) and
+    adjusted (top-1-in-truth) accuracy."""
     # as scikit-learn: a sample's counts scale with its weight (zero weight: 0/0)
     tp, fp, fn = (pl.col(c) * weight for c in ("tp", "fp", "fn"))
     scores = sample_counts.select(
         "segment", "weight",
         subset_accuracy=(pl.col("fp") + pl.col("fn") == 0).cast(pl.Float64),
+        zero_one_loss=(pl.col("fp") + pl.col("fn") != 0).cast(pl.Float64),
         adjusted_accuracy=pl.col("top_true").cast(pl.Float64),
         **rate_scores(tp, fp, fn, beta, zero_division),
     )

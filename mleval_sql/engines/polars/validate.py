@@ -70,6 +70,8 @@ def _summary(predictions: pl.LazyFrame | pl.DataFrame, key: SampleKey | None,
         "nan_truth": pl.lit(0, pl.UInt32) if boolean else (~_truth.is_finite()).sum(),
         "min_score": pl.col("score").min(),
         "max_score": pl.col("score").max(),
+        # the regression losses' domains (mleval_sql/domains.py)
+        "min_truth": _truth.min(),
         "bad_weight": pl.lit(0, pl.UInt32) if unit_weights else (
             _weight.is_null() | (_weight < 0) | ~_weight.is_finite()).sum(),
     }
@@ -86,6 +88,8 @@ def _summary(predictions: pl.LazyFrame | pl.DataFrame, key: SampleKey | None,
         **_first_row("null_score", null_score),
         **_first_row("nan_score", nan_score, pl.col("score")),
         **_first_row("bad_truth", bad_truth, _truth),
+        # a graded relevance (ndcg, dcg) may be any number >= 0: its negative values' row
+        **_first_row("negative_truth", _truth < 0, _truth),
         min_bad_truth=_truth.filter(bad_truth).min(),
         max_bad_truth=_truth.filter(bad_truth).max(),
     )
