@@ -159,6 +159,8 @@ def sql(metrics: str | Sequence[str] | None = None, *, task: Task | None = None,
     header = (f"-- mleval_sql: {what} ({task or 'any task'}) from {table}"
               f"{'; ' + shown if shown else ''}.\n")
     header += f"-- {_weights_said(request, known, weight)}\n"
+    if task == "binary" and known is None and "label" not in request.columns:
+        header += f"-- {_label_said(cols)}\n"
     if request.window is not None:
         header += f"-- {_window_said(request.window, known, dialect)}\n"
     if request.unlabelled == "skip":
@@ -381,6 +383,18 @@ def _weights_said(request: Request, known: _Known | None, weight: str | None) ->
                 "reads one named weight if the table has it: --column weight=weight to read "
                 "it, --no-weight to say there is none (or --schema-from FILE)")
     return line
+
+
+def _label_said(cols: Columns) -> str:
+    """The header's line of a binary statement that does not know the table's columns: it
+    reads no label column, where evaluate reads one named label if the table has it; it also
+    warns."""
+    LOG.warning("the binary statement reads no label column (every row is of one label, "
+                "named %r), where evaluate reads one named label if the table has it: "
+                "--column label=label to read it (or --schema-from FILE)", cols.single_label)
+    return (f"Labels: none read, every row is of one label named {cols.single_label!r}; "
+            "evaluate reads a column named label where the table has one: columns={'label': "
+            "'label'} (--column label=label) to read it.")
 
 
 #: The prefix of the tables a script writes.

@@ -121,6 +121,10 @@ def test_sql_speaks_the_language_of_evaluate(capsys, tmp_path):
                           "--task", "binary", "--by", "region", "-o", target)
     assert (code, out) == (0, "")  # every row weighs 1, said in the header and on stderr
     assert "reads no weight column" in err and "Weights: none read" in target.read_text()
+    # one label named after the score column: said too, unless the label column is named
+    assert "reads no label column" in err and "Labels: none read" in target.read_text()
+    named = me.sql("f1", task="binary", table="t", columns={"label": "label", "weight": None})
+    assert "Labels:" not in named
     con = duckdb.connect()
     con.register("predictions", frame)
     got = con.sql(target.read_text()).pl()
@@ -131,7 +135,7 @@ def test_sql_speaks_the_language_of_evaluate(capsys, tmp_path):
     assert set(got["label"]) == {"score"}  # named after the scores, as evaluate names it
 
     code, _, err = _cli(capsys, "sql", "--curve", "roc", "--metric", "f1")
-    assert code == 2 and "metrics does not apply to curve" in err
+    assert code == 2 and "the decision metrics of a curve of kind 'thresholds'" in err
     code, _, err = _cli(capsys, "sql", "--metric", "f1")
     assert code == 2 and "--task" in err  # no data to infer the task from: named, not guessed
     with pytest.raises(SystemExit):
