@@ -180,6 +180,8 @@ class ComparisonOptions(SourceOptions, total=False):
     bins: int | None
     beta: float
     k: int
+    log_base: float
+    ignore_ties: bool
     zero_division: float | None
     max_fpr: float | None
     min_recall: float

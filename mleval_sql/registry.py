@@ -322,12 +322,10 @@ METRICS: dict[str, Metric] = _metrics(
     # scikit-learn's class_likelihood_ratios, one metric per ratio; binary only, as there
     Metric("positive_likelihood_ratio", "LR+ = recall / (1 - specificity) = (tp / (tp + fn)) / "
            "(fp / (fp + tn)), from the counts at the threshold", {"binary": DECISIONS},
-           only_averages=("none",),
            undefined="no false positives (fp = 0), or no positives (tp + fn = 0)",
            sklearn="sklearn.metrics.class_likelihood_ratios (its first value, LR+)"),
     Metric("negative_likelihood_ratio", "LR- = (1 - recall) / specificity = (fn / (tp + fn)) / "
            "(tn / (fp + tn)), from the counts at the threshold", {"binary": DECISIONS},
-           only_averages=("none",),
            undefined="no true negatives (tn = 0), or no positives (tp + fn = 0)",
            sklearn="sklearn.metrics.class_likelihood_ratios (its second value, LR-)"),
     Metric("mcc", "Matthews correlation coefficient (multiclass: Gorodkin's R_K); 0 when "

@@ -332,9 +332,9 @@ class Request:
         another. ``_source``: the input, whose folder may hold the lake's ``metrics.toml``
         (:func:`declare_for`).
 
-        >>> Request.build("curve", kind="roc", beta=2.0)  # doctest: +ELLIPSIS
+        >>> Request.build("curve", kind="roc", beta=2.0)
         Traceback (most recent call last):
-        mleval_sql.errors.InputError: beta does not apply to curve (it is an option of ...)
+        mleval_sql.errors.InputError: beta does not apply to a roc curve (only to thresholds)
         """
         if action not in ACTIONS:
             raise InputError(f"unknown action {action!r}; actions are {list(ACTIONS)}")

@@ -151,3 +151,12 @@ def test_running_sums_restart_at_each_stretch():
     assert sums.tolist() == [0.0, 1.0, 3.0, 0.0, 0.0, 3.0, 0.0, 1e300, 1e300, 1e300]
     small = bootstrap._running_by_run(np.array([1e300, 0.5, 0.25]), np.array([1, 2]))
     assert small.tolist() == [0.0, 1e300, 0.0, 0.5, 0.75]  # not 1e300's rounding
+
+
+def test_a_truth_of_zeros_and_ones_ranks_as_booleans(engine):
+    """A 0/1 integer truth (as a click log holds it) takes the ranked path as a boolean one."""
+    frame = make_predictions("binary", seed=31, n_samples=40)
+    options = {"by": "region", "ci": 0.9, "resamples": 20, "seed": 2, "engine": engine}
+    whole = me.evaluate(frame.with_columns(pl.col("truth").cast(pl.Int64)), ["f1", "roc_auc"],
+                        **options)
+    assert whole.equals(me.evaluate(frame, ["f1", "roc_auc"], **options))

@@ -284,7 +284,8 @@ def test_arguments_map_onto_evaluate(monkeypatch: pytest.MonkeyPatch,
         "k": 3, "zero_division": 0.0, "columns": {"score": "prob", "weight": None},
         "memory_limit": "2GB", "thresholds": [0.75, 0.25, 0.5], "bins": None, "max_fpr": 0.3,
         "min_recall": 0.8, "min_precision": 0.7, "n_bins": 5, "average_method": "geometric",
-        "wide": True, "storage_options": {"aws_region": "eu-west-1"}, "as_of": "3"})]
+        "wide": True, "storage_options": {"aws_region": "eu-west-1"}, "as_of": "3",
+        "log_base": 2.0, "ignore_ties": False, "pinball_alpha": 0.5, "power": 0.0})]
     run(capsys, "evaluate", "a.parquet", "--by", "region", "--by", "model,date")
     assert calls[1][1]["by"] == ["region", "model", "date"]
 
@@ -293,7 +294,7 @@ def test_help_says_what_k_applies_to(capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(SystemExit):
         build_parser().parse_args(["evaluate", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "the k of top_k_accuracy, precision_at_k and recall_at_k" in text
+    assert "the k of top_k_accuracy, precision_at_k, recall_at_k, dcg and ndcg" in text
 
 
 def test_weights_are_named_in_a_note(inputs: Inputs, capsys: pytest.CaptureFixture) -> None:
@@ -452,15 +453,15 @@ def test_arguments_map_onto_curve(monkeypatch: pytest.MonkeyPatch,
         ((["a.parquet", "b/"], "sweep"), {
             "by": ["model"], "task": "multilabel", "engine": "polars", "thresholds": [0.0, 0.5],
             "bins": None, "n_bins": 7, "drop_intermediate": False, "max_points": None,
-            "columns": {"score": "prob"}, "memory_limit": "1GB"}),
+            "columns": {"score": "prob"}, "memory_limit": "1GB", "beta": 1.0, "zero_division": None}),
         ((["a.parquet"], "roc"), {
             "by": [], "task": None, "engine": None, "thresholds": None, "bins": 3,
             "n_bins": 10, "drop_intermediate": True, "max_points": 200, "columns": {},
-            "memory_limit": None}),
+            "memory_limit": None, "beta": 1.0, "zero_division": None}),
         ((["a.parquet"], DEFAULTS["kind"]), {
             "by": [], "task": None, "engine": None, "thresholds": None, "bins": None,
             "n_bins": DEFAULTS["n_bins"], "drop_intermediate": None, "max_points": None,
-            "columns": {}, "memory_limit": None}),
+            "columns": {}, "memory_limit": None, "beta": 1.0, "zero_division": None}),
     ]
 
 

@@ -269,7 +269,7 @@ def test_threads_reach_duckdb_and_no_other_engine():
 
 @pytest.mark.parametrize(("action", "given", "flags", "message"), [
     ("evaluate", {"treshold": 0.3}, None, "unknown parameter 'treshold'; did you mean"),
-    ("curve", {"beta": 2.0}, None, "beta does not apply to curve"),
+    ("curve", {"beta": 2.0}, None, "beta does not apply to a roc curve"),
     ("curve", {"kind": "roc", "n_bins": 4}, "--kind roc --n-bins 4",
      "n_bins does not apply to a roc curve"),
     ("check", {"metrics": ["f1"]}, None, "metrics does not apply to check"),

@@ -148,7 +148,8 @@ class Ranked:
         ranked = _in_order(rows.lazy().join(keys.lazy(), on=["segment", "label"],
                                             nulls_equal=True)
                            .join(own.lazy(), on="sample")
-                           .select("run", "score", "truth", sid=pl.col("sid").cast(pl.UInt32)))
+                           .select("run", "score", truth=pl.col("truth").cast(pl.Boolean),
+                                   sid=pl.col("sid").cast(pl.UInt32)))  # truth 0/1 or bool
         run, score, truth = pl.col("run"), pl.col("score"), pl.col("truth")
         # indices in 32 bits (a batch holds fewer rows): the arrays kept take half the memory
         index = pl.UInt32 if rows.height < 2**32 - 1 else pl.Int64

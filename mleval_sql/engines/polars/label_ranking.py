@@ -85,8 +85,8 @@ def sample_gains(predictions: pl.LazyFrame, *, k: int, log_base: float,
     ...                      "score": [.1, .2, .3, 4, 70], "truth": [10, 0, 0, 1, 5],
     ...                      "weight": 1.0})
     >>> gains = sample_gains(rows, k=5, log_base=2, ignore_ties=False).collect()
-    >>> round(gains["dcg"].item(), 2), round(gains["ndcg"].item(), 2)
-    (9.49, 0.69)
+    >>> round(gains["dcg"].item(), 4), round(gains["ndcg"].item(), 4)
+    (9.4995, 0.6957)
     """
     gain = pl.col("gain")
     rows = predictions.select("segment", "sample", "label", "score", "weight",
