@@ -8,6 +8,7 @@ literals with their defaults filled in, giving the rows ``evaluate`` gives for t
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 from collections.abc import Mapping, Sequence
@@ -589,7 +590,7 @@ class _Builder:
         """The CTE ``cte``: ``step`` reading ``relations`` (its names -> CTEs), segment keys
         ``keys``; made once (statistics are shared by name)."""
         if cte not in self.ctes:
-            tree = dialects.bind(sqlglot.parse_one(_load(step), read="duckdb"), params)
+            tree = dialects.bind(_parsed(_load(step)), params)  # bind copies the tree
             if self.one_label:
                 tree = dialects.one_label_windows(tree)
             tree = dialects.expand_segment(tree, keys)
@@ -598,8 +599,8 @@ class _Builder:
 
     def _with(self, body: exp.Select) -> exp.Select:
         for name, tree in self.ctes.items():
-            body = body.with_(exp.to_identifier(name), as_=tree.copy())
-        return dialects.portable(body, self.dialect)
+            body = body.with_(exp.to_identifier(name), as_=tree, copy=False)
+        return dialects.portable(body, self.dialect)  # which copies the whole once
 
     def _segments_out(self, table: str | None = None) -> list[exp.Expression]:
         if not self.by:
@@ -1000,6 +1001,13 @@ def _null_column(step: str, name: str) -> bool:
 def _load(step: str) -> str:
     from mleval_sql import queries
     return queries.load(step)
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(text: str) -> exp.Expression:
+    """A step's query parsed, once per text (a statement reads a step per CTE, and the dbt
+    package writes hundreds of statements): never changed in place, callers copy it."""
+    return sqlglot.parse_one(text, read="duckdb")
 
 
 def _rename(tree: exp.Expression, names: dict[str, str]) -> exp.Expression:

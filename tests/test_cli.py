@@ -453,7 +453,8 @@ def test_arguments_map_onto_curve(monkeypatch: pytest.MonkeyPatch,
         ((["a.parquet", "b/"], "sweep"), {
             "by": ["model"], "task": "multilabel", "engine": "polars", "thresholds": [0.0, 0.5],
             "bins": None, "n_bins": 7, "drop_intermediate": False, "max_points": None,
-            "columns": {"score": "prob"}, "memory_limit": "1GB", "beta": 1.0, "zero_division": None}),
+            "columns": {"score": "prob"}, "memory_limit": "1GB", "beta": 1.0,
+            "zero_division": None}),
         ((["a.parquet"], "roc"), {
             "by": [], "task": None, "engine": None, "thresholds": None, "bins": 3,
             "n_bins": 10, "drop_intermediate": True, "max_points": 200, "columns": {},
