@@ -11,6 +11,7 @@ Usage::
     mleval curve lake/ --kind roc --by model -o roc.csv --plot roc.png
     mleval curve lake/ --kind sweep --bins 20 --by model --format json
     mleval check lake/ --by model --memory-limit 1GB
+    mleval fairness lake/ --metric demographic_parity_ratio --sensitive sex --by model --ci 0.95
     mleval metrics
     mleval sql --metric f1 --task multilabel --dialect spark --threshold 0.3 -o f1.sql
     mleval sql --metric adjusted_rand
@@ -159,8 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "tables (sample, label, score, truth[, weight]).")
     parser.add_argument("--version", action="version", version=f"%(prog)s {me.__version__}")
     commands = parser.add_subparsers(dest="command", required=True,
-                                     metavar="{evaluate,curve,compare,slices,check,drift,metrics,"
-                                             "sql,report,history}")
+                                     metavar="{evaluate,curve,compare,slices,check,drift,"
+                                             "fairness,metrics,sql,report,history}")
     for action, help_text, run in REQUESTS:  # the commands that read inputs: one grammar
         cmd = commands.add_parser(action, help=help_text)
         _add_inputs(cmd)
@@ -176,6 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
             cmd.add_argument("--plot", type=Path, metavar="FILE.png",
                              help=f"also draw the curves with matplotlib ({INSTALL_HINT})")
         cmd.set_defaults(run=run)
+
+    _add_fairness(commands)
 
     cmd = commands.add_parser("metrics", help="list the metrics, their tasks and averages "
                               "(and the declared ones, MLEVAL_METRICS's and --define's, with "
@@ -438,6 +441,62 @@ def run_drift(args: argparse.Namespace) -> int:
     options = request(args, "drift")
     emit(_noting(me.drift, list(args.inputs), options.pop("reference", None), **options), fmt,
          args.output)
+    return 0
+
+
+#: The evaluate options ``mleval fairness`` has no use for (its tables are not metric rows).
+FAIRNESS_SKIPPED = ("curves", "wide", "reference", "calibration", "max_points")
+#: The tables of ``me.fairness``'s result, the one ``mleval fairness`` writes (``--result``).
+FAIRNESS_TABLES = ("summary", "groups", "disparities")
+
+
+def _add_fairness(commands: Any) -> None:
+    """``mleval fairness``: the options of ``me.fairness`` (evaluate's, and its own)."""
+    from mleval_sql.fairness import AGGS, MAX_GROUPS, METHODS
+
+    cmd = commands.add_parser("fairness", help="fair across groups: each metric per group of "
+                              "the sensitive columns, the gap between the groups (difference, "
+                              "ratio, fairlearn's disparities), with intervals and p-values")
+    _add_inputs(cmd)
+    cmd.add_argument("--sensitive", action="append", type=_listed, required=True,
+                     metavar="COL", help="the columns whose values (crossed) make the groups "
+                     "compared (repeatable or comma-separated)")
+    cmd.add_argument("--method", choices=METHODS, default="between_groups",
+                     help="between_groups: max - min and min / max; to_overall: each group "
+                     "against the overall value")
+    cmd.add_argument("--agg", choices=AGGS, default="worst_case",
+                     help="equalized odds: the worse of its two rates' gaps, or their mean")
+    cmd.add_argument("--min-support", type=_number, default=0, metavar="N",
+                     help="groups of fewer samples are listed and left out of the gap")
+    cmd.add_argument("--max-groups", type=int, default=MAX_GROUPS, metavar="N",
+                     help="the most groups the sensitive columns may cross into")
+    cmd.add_argument("--result", choices=FAIRNESS_TABLES, default="summary",
+                     help="the table written: the gaps (summary), each group's value "
+                     "(groups), or the named disparities")
+    _add_request(cmd, "evaluate", skip=FAIRNESS_SKIPPED)
+    _add_output(cmd)
+    cmd.set_defaults(run=run_fairness)
+
+
+def fairness(args: argparse.Namespace) -> Any:
+    """``mleval_sql.fairness`` with the command line's options, its warnings shown as notes."""
+    options = request(args, "evaluate")
+    for name in FAIRNESS_SKIPPED:
+        options.pop(name, None)
+    return _noting(me.fairness, list(args.inputs), options.pop("metrics", None),
+                   sensitive=[c for part in args.sensitive for c in part], method=args.method,
+                   agg=args.agg, min_support=args.min_support, max_groups=args.max_groups,
+                   **options)
+
+
+def run_fairness(args: argparse.Namespace) -> int:
+    fmt = output_format(args.format, args.output)
+    _check_outputs(args, args.output)
+    table = getattr(fairness(args), args.result)
+    if fmt == "csv":  # CSV holds no lists: the groups left out, joined
+        table = table.with_columns(pl.col(c).list.join(", ") for c, t in table.schema.items()
+                                   if isinstance(t, pl.List))
+    emit(table, fmt, args.output)
     return 0
 
 

@@ -18,14 +18,17 @@ confusion counts the engines give (tp, fp, fn, tn), every count a sum of the wei
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
 
-from mleval_sql.api import ComparisonOptions, run
-from mleval_sql.request import Request
+from mleval_sql import uncertainty
+from mleval_sql.api import ComparisonOptions, _with_intervals, execute, run
+from mleval_sql.params import DEFAULTS
+from mleval_sql.registry import default_averages
+from mleval_sql.request import ESTIMATED_METRICS, Request, tidy
 from mleval_sql.schema import Columns, InputError
 from mleval_sql.sources import as_source
 
@@ -67,6 +70,10 @@ class Fairness:
     (counted), ``left_out`` (the groups left out, listed), ``note``.
     ``disparities``: one row per control segment, label and named disparity asked:
     ``*by, label, disparity, value, reason``.
+    With ``ci``: ``groups`` gains each group's ``ci_low, ci_high``; ``summary`` the gap's
+    ``difference_low, difference_high, ratio_low, ratio_high, p_value, ci_resamples``
+    (:func:`gap_intervals`); ``disparities`` a one-rate disparity's ``ci_low, ci_high,
+    p_value`` (its gap's).
     """
 
     groups: pl.DataFrame
@@ -102,7 +109,12 @@ def fairness(
     ``left_out`` and left out of the min, max, difference and ratio. A ratio whose
     denominator is 0 is null, and ``note`` says so. A null sensitive value is a group of its
     own, named ``null``. Every option of :func:`mleval_sql.evaluate` applies (``by``,
-    ``threshold``, ``columns``, ``engine``...), except ``ci`` (not yet).
+    ``threshold``, ``columns``, ``engine``...).
+
+    ``ci`` (a level, e.g. 0.95; ``resamples``, ``seed``): each group's interval, and in
+    ``summary`` an interval on the difference and on the ratio and the p-value of "no gap",
+    from the bootstrap of :func:`mleval_sql.evaluate` (:func:`gap_intervals`: one set of draws
+    for every group and the overall value, so each replicate gives a gap).
 
     >>> result = fairness(frame, ["demographic_parity_difference", "recall"],
     ...                   sensitive=["sex", "race"])  # doctest: +SKIP
@@ -116,8 +128,17 @@ def fairness(
         raise InputError(f"agg {agg!r}: one of {list(AGGS)}")
     if not sens:
         raise InputError("fairness: name the sensitive columns (sensitive=['sex', ...])")
-    if options.get("ci") is not None:
-        raise InputError("fairness: ci= is not yet given for the gaps between groups")
+    if isinstance(min_support, bool) or not isinstance(min_support, (int, float)) \
+            or not min_support >= 0:
+        raise InputError(f"min_support must be a number of samples >= 0, got {min_support!r}")
+    ci = options.get("ci")
+    if options.get("window") is not None:  # its columns would need to key every gap
+        raise InputError("fairness: window= is not yet taken; give the window as a by= "
+                         "column (a date or month column)")
+    if ci is not None and any(options.get(k) not in (None, "error")
+                              for k in ("labels", "unlabelled")):
+        raise InputError("fairness: ci= with labels= or unlabelled= is not yet given; run it "
+                         "on the outcomes joined to the predictions")
     by = options.pop("by", ())  # type: ignore[misc]
     by = (by,) if isinstance(by, str) else tuple(by)
     disparities = [m for m in names if m in DISPARITIES]
@@ -128,22 +149,40 @@ def fairness(
     if not asked:
         raise InputError("fairness: name the metrics (a registry metric, a rate of "
                          f"{list(RATES)} or a disparity of {list(DISPARITIES)})")
+    estimated = [m for m in registry if m in ESTIMATED_METRICS]
+    if ci is not None and estimated:  # their intervals are not the bootstrap's
+        raise InputError(f"fairness: ci= with {estimated[0]} (an estimated metric) is not yet "
+                         "given; compare the realised metric, or drop ci=")
     average = options.pop("average", None)  # type: ignore[misc]
-    if rates and average is not None:  # the rates are per label: the counts' own rows
+    if rates:  # the rates are per label: the counts' own rows, beside the averages asked
+        if average is None:  # the registry metrics': the task's default
+            average = list(default_averages(_task(source, asked, by, options))) \
+                if registry else []
         average = [average] if isinstance(average, str) else list(average)
         average = list(dict.fromkeys([*average, "none"]))
     _check_names(Columns.from_mapping(options.get("columns")), sens, by)
     request = Request.build("evaluate", metrics=asked, average=average, by=[*by, *sens],
                             _source=source, **options)
     _check_values(request, source, sens, max_groups)
-    grouped = run(request, source)
-    overall = run(Request.build("evaluate", metrics=asked, average=average, by=list(by),
-                                _source=source, **options), source)
-    assert grouped.table is not None and overall.table is not None
-    groups = _with_rates(grouped.table, [*by, *sens], rates, registry)
-    whole = _with_rates(overall.table, list(by), rates, registry)
+    # the overall values' replicates serve only to_overall's gap (the same draws: they hash
+    # the sample, whatever the segments)
+    whole_options = options if method == "to_overall" else {
+        k: v for k, v in options.items() if k not in ("ci", "resamples", "seed")}
+    table, sizes, replicated = _evaluated(request, source)
+    overall, _, whole_replicated = _evaluated(
+        Request.build("evaluate", metrics=asked, average=average, by=list(by), _source=source,
+                      **whole_options), source)
+    group_keys = [*by, *sens]
+    groups = _with_rates(table, group_keys, rates, registry)
+    whole = _with_rates(overall, list(by), rates, registry)
+    if replicated is not None:
+        replicated = _named(_with_rates(replicated, group_keys, rates, registry), sens)
+        groups = _group_intervals(groups, table, replicated, group_keys, ci,
+                                  options.get("resamples", DEFAULTS["resamples"]))
+    if whole_replicated is not None:
+        whole_replicated = _with_rates(whole_replicated, list(by), rates, registry)
     groups = _named(groups, sens).join(
-        grouped.sizes.select(*by, *sens, "samples", "weight"), on=[*by, *sens], how="left",
+        sizes.select(*by, *sens, "samples", "weight"), on=[*by, *sens], how="left",
         nulls_equal=True, maintain_order="left")
     small = pl.col("samples") < min_support
     undefined = pl.col("value").is_null() | pl.col("value").is_nan()
@@ -153,8 +192,58 @@ def fairness(
                                              pl.col("samples"), pl.lit(min_support)))
         .when(undefined).then(pl.lit("undefined value")).otherwise(pl.lit(None, pl.String)))
     summary = _summary(groups, whole, list(by), method)
+    if replicated is not None:
+        summary = gap_intervals(summary, groups, replicated, whole_replicated, list(by),
+                                method=method, level=ci,
+                                resamples=options.get("resamples", DEFAULTS["resamples"]))
     named = _disparities(summary, list(by), disparities, agg)
     return Fairness(groups, summary, named, sens, by, method)
+
+
+def _task(source: Any, metrics: list[str], by: Sequence[str], options: Mapping[str, Any]) -> Any:
+    """The task of the request: settled by its options and metrics, else read from the data
+    (the checks' pass)."""
+    request = Request.build("evaluate", metrics=metrics, by=list(by), _source=source,
+                            **options)
+    return request.settled_task() or run(replace(request, action="check"), source).task
+
+
+def _evaluated(request: Request, source: Any) -> tuple[pl.DataFrame, pl.DataFrame,
+                                                       pl.DataFrame | None]:
+    """The tidy rows of ``request`` (without interval columns: the rates are derived first),
+    the segments' sizes and, with ``ci``, the bootstrap's rows (one per row and replicate)."""
+    if request.params["ci"] is None:
+        done = run(request, source)
+        assert done.table is not None
+        return done.table, done.sizes, None
+    executed = execute(request, source)
+    assert executed.plan is not None
+    by = list(request.by)
+    table = tidy(executed.plan, executed.results, by)
+    if executed.plan.delong():  # a label's ROC AUC has DeLong's interval, not replicates
+        table = _with_intervals(table, executed.plan, executed.results, None, by)
+        table = table.drop("reason", "ci_method", "ci_resamples")
+    return table, executed.sizes, executed.replicated
+
+
+def _group_intervals(groups: pl.DataFrame, table: pl.DataFrame, replicated: pl.DataFrame,
+                     keys: list[str], level: float, resamples: int) -> pl.DataFrame:
+    """``groups`` with each group's ``ci_low``, ``ci_high``: the bootstrap's percentile
+    interval of its replicates (a rate's from the replicated counts), DeLong's for a
+    label's ROC AUC."""
+    on = [c for c in groups.columns if c in replicated.columns and c != "value"]
+    found = uncertainty.percentile_intervals(replicated, on, level=level, resamples=resamples)
+    out = groups.drop("ci_low", "ci_high", strict=False).join(
+        found.select(*on, "ci_low", "ci_high"), on=on, how="left", nulls_equal=True,
+        maintain_order="left")
+    if "ci_low" in table.columns:  # DeLong's, where the bootstrap has no rows
+        first = [*keys, *_KEYS]
+        delong = table.filter(pl.col("ci_low").is_not_null()).select(
+            *first, d_low="ci_low", d_high="ci_high")
+        out = out.join(delong, on=first, how="left", nulls_equal=True, maintain_order="left")
+        out = out.with_columns(ci_low=pl.coalesce("ci_low", "d_low"),
+                               ci_high=pl.coalesce("ci_high", "d_high")).drop("d_low", "d_high")
+    return out
 
 
 def _check_names(cols: Columns, sensitive: Sequence[str], by: Sequence[str]) -> None:
@@ -287,9 +376,14 @@ def _folded(value: float, total: float) -> float | None:
 
 def _disparities(summary: pl.DataFrame, by: list[str], names: Sequence[str],
                  agg: str) -> pl.DataFrame:
-    """fairlearn's named disparities from the summary's rows of their rates."""
+    """fairlearn's named disparities from the summary's rows of their rates; with ``ci``, a
+    disparity of one rate has its gap's interval and p-value (equalized odds, of two rates,
+    has each rate's in ``summary``)."""
+    intervals = "p_value" in summary.columns
     schema = {**{k: summary.schema[k] for k in by}, "label": summary.schema["label"],
-              "disparity": pl.String, "value": pl.Float64, "reason": pl.String}
+              "disparity": pl.String, "value": pl.Float64,
+              **({"ci_low": pl.Float64, "ci_high": pl.Float64, "p_value": pl.Float64}
+                 if intervals else {}), "reason": pl.String}
     rows = []
     rates = summary.filter(pl.col("metric").is_in(list(RATES)) & pl.col("average").is_null())
     for key, part in rates.group_by([*by, "label"], maintain_order=True):
@@ -298,6 +392,10 @@ def _disparities(summary: pl.DataFrame, by: list[str], names: Sequence[str],
             needs, kind = DISPARITIES[name]
             values = [found[r][kind] for r in needs]
             row: dict[str, Any] = dict(zip([*by, "label"], key, strict=True))
+            if intervals:
+                one = found[needs[0]] if len(needs) == 1 else {}
+                row.update(ci_low=one.get(f"{kind}_low"), ci_high=one.get(f"{kind}_high"),
+                           p_value=one.get("p_value"))
             if any(v is None for v in values):
                 lacking = next(r for r, v in zip(needs, values, strict=True) if v is None)
                 row.update(disparity=name, value=None,
@@ -305,6 +403,110 @@ def _disparities(summary: pl.DataFrame, by: list[str], names: Sequence[str],
             else:
                 value = ((max(values) if kind == "difference" else min(values))
                          if agg == "worst_case" else sum(values) / len(values))
-                row.update(disparity=name, value=value, reason=None)
+                reason = ("interval: each rate's gap has its own, in summary"
+                          if intervals and len(needs) > 1 else None)
+                row.update(disparity=name, value=value, reason=reason)
             rows.append(row)
     return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+#: The columns ``ci`` adds to ``summary`` (:func:`gap_intervals`).
+GAP_COLUMNS = ("difference_low", "difference_high", "ratio_low", "ratio_high", "p_value",
+               "ci_resamples")
+
+
+def gap_intervals(summary: pl.DataFrame, groups: pl.DataFrame, replicated: pl.DataFrame,
+                  whole: pl.DataFrame | None, by: list[str], *, method: Method, level: float,
+                  resamples: int) -> pl.DataFrame:
+    """``summary`` with an interval on each gap and the p-value of "no gap".
+
+    Every replicate weighs a sample by the same draw in every group and in the overall value
+    (the draws hash the sample), so each replicate gives every included group's value at once.
+    Centred on its own estimate, a group's replicate values say how far the estimate may lie
+    from the truth; the replicate's spread ``T``, the same gap taken over the centred values
+    (``max - min``; to overall, the largest ``|group - overall|``), is how far the *largest*
+    of those errors may reach. With ``c`` the ``level`` quantile of ``T`` over the replicates
+    in which every included value is defined, every pairwise difference of the true values lies
+    within ``c`` of the estimated one at once, so the gap ``D`` lies in
+    ``[max(0, D - c), D + c]`` (at least ``level`` of the time; about ``level`` for two
+    groups). The ratio gets the same on the logarithms (``ratio = exp(-D_log)``), where every
+    value is positive. The p-value of "no gap" (every group's true value the same, so ``T`` is
+    how the gap is distributed): the share of replicates with ``T >= D``, counted as compare
+    counts, ``(count + 1) / (defined + 1)``; 0 lies outside the interval where it is below
+    ``1 - level``. For two groups it is compare's two-sided paired p-value where the
+    replicates' differences are symmetric; for more it accounts for the choice of the two
+    extremes. Fewer than ``level * resamples`` replicates defined: no interval (``note``).
+
+    >>> rows = fairness(frame, "selection_rate", sensitive="sex", ci=0.95)  # doctest: +SKIP
+    >>> rows.summary.select("difference", "difference_low", "difference_high", "p_value")
+    ... # doctest: +SKIP
+    """
+    keys = [*by, *_KEYS]
+    extra = [c for c in summary.columns if c in replicated.columns and c not in keys
+             and c not in ("value", "replicate", "group")]  # a parameter column (threshold)
+    on = [*keys, *extra]
+    kept = groups.filter(pl.col("included")).select(*on, "group", point="value")
+    reps = replicated.join(kept, on=[*on, "group"], how="inner", nulls_equal=True)
+    counted = kept.group_by(on, maintain_order=True).agg(groups_in=pl.len())
+    value, point = pl.col("value"), pl.col("point")
+    positive = (value > 0) & (point > 0)
+    reps = reps.with_columns(error=value - point,
+                             log_error=pl.when(positive).then(value.log() - point.log()))
+    if method == "to_overall":
+        assert whole is not None
+        whole_points = summary.select(*on, o="overall")
+        base = whole.join(whole_points, on=on, how="inner", nulls_equal=True).select(
+            *on, "replicate", o_error=pl.col("value") - pl.col("o"),
+            o_log=pl.when((pl.col("value") > 0) & (pl.col("o") > 0))
+            .then(pl.col("value").log() - pl.col("o").log()))
+        reps = reps.join(base, on=[*on, "replicate"], how="left", nulls_equal=True)
+        reps = reps.with_columns(error=pl.col("error") - pl.col("o_error"),
+                                 log_error=pl.col("log_error") - pl.col("o_log"))
+        spread = {c: pl.col(c).abs().max() for c in ("error", "log_error")}
+    else:
+        spread = {c: pl.col(c).max() - pl.col(c).min() for c in ("error", "log_error")}
+    defined = {c: (pl.col(c).is_not_null() & pl.col(c).is_not_nan()).sum() for c in spread}
+    per_replicate = reps.group_by([*on, "replicate"]).agg(
+        t=spread["error"], t_log=spread["log_error"], n=defined["error"],
+        n_log=defined["log_error"]).join(counted, on=on, nulls_equal=True)
+    # a replicate counts where every included group (and the overall value) is defined in it
+    full = pl.col("n") == pl.col("groups_in")
+    full_log = pl.col("n_log") == pl.col("groups_in")
+    per_replicate = per_replicate.with_columns(t=pl.when(full).then("t"),
+                                               t_log=pl.when(full_log).then("t_log"))
+    joined = summary.select(*on, "difference", "ratio").join(
+        per_replicate, on=on, how="left", nulls_equal=True)
+    enough = math.ceil(level * resamples - 1e-9)
+    d, d_log = pl.col("difference"), -pl.col("ratio").log()
+    t, t_log = pl.col("t").drop_nulls(), pl.col("t_log").drop_nulls()
+    found = joined.group_by(on, maintain_order=True).agg(
+        c=t.quantile(level, "linear"), c_log=t_log.quantile(level, "linear"),
+        defined=t.len(), defined_log=t_log.len(),
+        beyond=(t >= d.first()).sum(), d=d.first(), d_log=d_log.first())
+    ok = (pl.col("defined") >= enough) & pl.col("d").is_not_null()
+    ok_log = (pl.col("defined_log") >= enough) & pl.col("d_log").is_finite()
+    found = found.select(
+        *on,
+        difference_low=pl.when(ok).then(pl.max_horizontal(pl.lit(0.0), pl.col("d") - pl.col("c"))),
+        difference_high=pl.when(ok).then(pl.col("d") + pl.col("c")),
+        ratio_low=pl.when(ok_log).then((-(pl.col("d_log") + pl.col("c_log"))).exp()),
+        ratio_high=pl.when(ok_log).then((-pl.max_horizontal(
+            pl.lit(0.0), pl.col("d_log") - pl.col("c_log"))).exp()),
+        p_value=pl.when(ok).then(pl.min_horizontal(
+            pl.lit(1.0), (pl.col("beyond") + 1) / (pl.col("defined") + 1))),
+        ci_resamples=pl.col("defined").cast(pl.Int64),
+        why=pl.when(pl.col("d").is_null()).then(pl.lit(None, pl.String))
+        .when(pl.col("defined").is_null() | (pl.col("defined") == 0)).then(pl.lit(
+            "interval: no replicates (a label's ROC AUC has DeLong's interval per group, "
+            "not the bootstrap's)"))
+        .when(~ok).then(pl.format("interval: every included value defined in {} of {} "
+                                  "resamples (fewer than {})", "defined", pl.lit(resamples),
+                                  pl.lit(enough)))
+        .when(~ok_log & pl.col("d_log").is_not_null()).then(pl.lit(
+            "ratio interval: a group's value is 0 or negative in some replicates, or "
+            "defined in too few")))
+    out = summary.join(found, on=on, how="left", nulls_equal=True, maintain_order="left")
+    note = pl.when(pl.col("why").is_null()).then("note").when(pl.col("note").is_null()).then(
+        "why").otherwise(pl.concat_str("note", pl.lit("; "), "why"))
+    return out.with_columns(note=note).drop("why").select(
+        *(c for c in summary.columns if c != "note"), *GAP_COLUMNS, "note")

@@ -9,7 +9,8 @@ Files in DIR: ``metrics.parquet`` / ``.csv`` (tidy, with the baseline and the de
 ``wide.parquet`` / ``.csv`` (one row per model x segment, one column per metric),
 ``curve_<kinds>.parquet`` (``curve_roc_pr``: one table of points draws both, at most
 ``max_points`` a curve), ``slices.parquet`` / ``.csv`` ([slices]), ``drift.parquet`` /
-``.csv`` ([drift]), ``alerts.csv``,
+``.csv`` ([drift]), ``fairness_groups.parquet``, ``fairness_summary.parquet`` and
+``fairness_disparities.parquet`` ([fairness]), ``alerts.csv``,
 ``summary.json`` and ``report.html``. With a [window], the tables are of the latest window,
 and ``windows.parquet`` holds every window's metric rows with their segment's samples and
 weight (the trends' rows).
@@ -97,6 +98,8 @@ def report(job: str | os.PathLike[str] | Mapping[str, Any] | Job,
             "drift.csv": result.drift.write_csv} if result.drift is not None else {}),
         **({"windows.parquet": result.trend.write_parquet} if result.trend is not None
            else {}),
+        **{f"fairness_{name}.parquet": table.write_parquet
+           for name, table in (result.fairness or {}).items()},
     }
     written = []
     for name, write in files.items():
@@ -118,7 +121,7 @@ def report(job: str | os.PathLike[str] | Mapping[str, Any] | Job,
 #: write is an earlier run's (a curve kind or [slices] since dropped) and is removed.
 OWN_FILES = ("metrics.parquet", "metrics.csv", "wide.parquet", "wide.csv", "alerts.csv",
              "curve_*.parquet", "slices.parquet", "slices.csv", "drift.parquet", "drift.csv",
-             "windows.parquet")
+             "windows.parquet", "fairness_*.parquet")
 
 
 def _drop_stale(output: Path, written: list[Path]) -> None:
@@ -182,6 +185,10 @@ def _summary(result: Any, versions: Mapping[str, str],
         "drift": None if job.drift is None or result.drift is None else {
             **{k: v for k, v in job.drift.options.items()}, "statistic": job.drift.statistic,
             "rows": result.drift.height},
+        "fairness": None if job.fairness is None or result.fairness is None else {
+            "metrics": list(job.fairness.metrics), "sensitive": list(job.fairness.sensitive),
+            "by": list(job.fairness.by), **job.fairness.options,
+            "gaps": result.fairness["summary"].height},
         "models": sorted(result.sizes["model"].unique().to_list()),
         "segments": result.sizes.height,
         "segments_too_small": int((~result.sizes["judged"]).sum()),

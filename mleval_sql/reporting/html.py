@@ -235,6 +235,7 @@ def context(result: Result, versions: Mapping[str, str]) -> dict[str, Any]:
         "too_small": int((~result.sizes["judged"]).sum()),
         "slices": _slices(result),
         "drift": _drift(result),
+        "fairness": _fairness(result),
     }
     return page
 
@@ -627,6 +628,28 @@ def _drift(result: Result) -> dict[str, Any] | None:
                 list(dict.fromkeys(shown["column"].to_list())), values, spec.statistic,
                 "drift") if values else None,
             "scores": _drift_scores(result)}
+
+
+#: The gaps the [fairness] section lists at most (every one in fairness_summary.parquet).
+FAIRNESS_ROWS = 40
+
+
+def _fairness(result: Result) -> dict[str, Any] | None:
+    """The [fairness] section: per model (and control segment), metric and label, the lowest
+    and highest group, the difference and the ratio with their intervals, the p-value of no
+    gap, and the named disparities in a line."""
+    spec, tables = result.job.fairness, result.fairness
+    if spec is None or tables is None:
+        return None
+    summary = tables["summary"].sort(MODEL, maintain_order=True)  # a model's gaps together
+    return {"sensitive": " x ".join(spec.sensitive), "by": ", ".join(spec.by),
+            "method": spec.options.get("method", "between_groups"),
+            "min_support": spec.options.get("min_support") or 0,
+            "intervals": "p_value" in summary.columns,
+            "level": f"{spec.options.get('ci', 0) * 100:g}%",
+            "rows": summary.head(FAIRNESS_ROWS).to_dicts(),
+            "disparities": tables["disparities"].sort(MODEL, maintain_order=True)
+            .head(FAIRNESS_ROWS).to_dicts()}
 
 
 def _drift_scores(result: Result) -> dict[str, Any] | None:

@@ -104,6 +104,7 @@ class Rule:
     significant: bool = False  # fires only where the test rejects "no change" (FDR controlled)
     drift: bool = False  # ``metric`` is a statistic of [drift]'s rows (of ``compared``)
     compared: str | None = None
+    fairness: bool = False  # ``metric`` is a disparity of [fairness]'s rows
 
     def describe(self) -> str:
         what = (f"drift {self.metric}" + (f" of {self.compared}" if self.compared else "")
@@ -148,6 +149,26 @@ class Drift:
 
     options: Mapping[str, Any]
     statistic: str
+
+
+@dataclass(frozen=True)
+class FairnessSection:
+    """Gaps between groups ([fairness]): ``me.fairness`` of each source by its model column
+    (and ``by``, more control features) over the groups of the ``sensitive`` columns, with
+    ``options`` (method, agg, min_support, max_groups, ci, resamples, seed); decisions at the
+    job's threshold."""
+
+    metrics: tuple[str, ...]
+    sensitive: tuple[str, ...]
+    by: tuple[str, ...] = ()
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def disparities(self) -> list[str]:
+        """The named disparities asked (the rows alert rules judge)."""
+        from mleval_sql.fairness import DISPARITIES
+
+        return [m for m in self.metrics if m in DISPARITIES]
 
 
 @dataclass(frozen=True)
@@ -206,6 +227,7 @@ class Job:
     fdr: float = 0.05  # the false discovery rate of the significant rules' tests
     slices: Slices | None = None
     drift: Drift | None = None
+    fairness: FairnessSection | None = None  # [fairness]: gaps between groups
     unlabelled: str = "error"  # "skip": rows of unknown truth left out, label_coverage said
     labels: str | None = None  # [labels] path: outcomes joined to the predictions by sample
     min_label_coverage: float = 0.9  # a segment whose truth is known for less: never alerts
@@ -249,6 +271,13 @@ class Job:
         """The request of ``action`` on ``source`` by the columns ``by``: the job's options
         (evaluate's parameters only where they apply, [estimation]'s where an evaluation asks
         an estimated metric) and ``more``."""
+        # the source's folder may hold the lake's metrics.toml: its definitions are this source's
+        return Request.build(action, _source=list(source.paths),
+                             **self.request_options(action, source, by, **more))
+
+    def request_options(self, action: str, source: Source, by: Sequence[str],
+                        **more: Any) -> dict[str, Any]:
+        """The options of :meth:`request`, as keywords (``me.fairness`` takes evaluate's)."""
         taken = ENGINES[self.engine].options
         estimated = action == "evaluate" and self.estimation is not None and any(
             m in ESTIMATED_METRICS for m in more.get("metrics") or ())
@@ -261,8 +290,7 @@ class Job:
                    **({**self.options, "define": self.define or None}
                       if action in ("evaluate", "compare", "slices") else {}),
                    **(self.estimation.options() if estimated and self.estimation else {})}
-        # the source's folder may hold the lake's metrics.toml: its definitions are this source's
-        return Request.build(action, _source=list(source.paths), **{**options, **more})
+        return {**options, **more}
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Job:
@@ -449,7 +477,9 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
     if not 0 < fdr < 1:
         raise JobError(f"alerts.fdr: expected a false discovery rate in (0, 1), got {fdr!r}")
     drift = _drift(top.get("drift", dict), base, options, window) if "drift" in data else None
-    rules = [_rule(r, f"alerts.rules[{i}]", metrics, baseline, options["ci"], drift)
+    fairness = _fairness(top.get("fairness", dict), options, window) \
+        if "fairness" in data else None
+    rules = [_rule(r, f"alerts.rules[{i}]", metrics, baseline, options["ci"], drift, fairness)
              for i, r in enumerate(alerts.get("rules", list, default=[]))]
     alerts.done()
     slices = _slices(top.get("slices", dict), options) if "slices" in data else None
@@ -464,7 +494,8 @@ def _parse(data: Mapping[str, Any], base: Path, file: Path | None) -> Job:
               average=list(dict.fromkeys(average)), options=options, curves=kinds,
               max_points=max_points, sweep_bins=sweep_bins, rank_by=rank_by, top=top_n,
               max_labels=max_labels, baseline=baseline, rules=rules, min_samples=min_samples,
-              min_weight=min_weight, fdr=fdr, slices=slices, drift=drift, window=window,
+              min_weight=min_weight, fdr=fdr, slices=slices, drift=drift, fairness=fairness,
+              window=window,
               unlabelled=given["unlabelled"], labels=outcomes, min_label_coverage=min_coverage,
               history=history, estimation=estimation, file=file)
     top.done()
@@ -535,6 +566,67 @@ def _drift(data: Any, base: Path, options: Mapping[str, Any], window: Window | N
         raise JobError(f"drift.statistic: {shown!r} is not among the statistics computed "
                        f"({', '.join(request.statistics)})")
     return Drift(given, shown)
+
+
+def _fairness(data: Any, options: Mapping[str, Any],
+              window: Window | None) -> FairnessSection:
+    """[fairness]: the metrics (registry metrics, the rates, fairlearn's disparities), the
+    sensitive columns, more control features than the model (by), and ``me.fairness``'s
+    options; the intervals: the job's ``ci`` (and resamples, seed) unless [fairness] sets its
+    own ``ci``. Each key is checked as ``me.fairness`` checks it, named by its key."""
+    from mleval_sql.fairness import AGGS, DISPARITIES, MAX_GROUPS, METHODS, RATES
+
+    table = _Table(data, "fairness")
+    metrics = table.get("metrics", (str, list), required=True)
+    metrics = [metrics] if isinstance(metrics, str) else metrics
+    if not metrics:
+        raise JobError("fairness.metrics: expected the metrics compared across groups, e.g. "
+                       "[\"demographic_parity_ratio\", \"recall\"]")
+    for i, name in enumerate(metrics):
+        name = _text(name, f"fairness.metrics[{i}]")
+        if name in DISPARITIES or name in RATES:
+            continue
+        try:
+            Request.build("evaluate", metrics=[name])
+        except InputError as error:
+            raise JobError(f"fairness.metrics[{i}]: {error} (or a rate of {list(RATES)}, a "
+                           f"disparity of {list(DISPARITIES)})") from None
+    sensitive = table.get("sensitive", (str, list), required=True)
+    sensitive = [sensitive] if isinstance(sensitive, str) else sensitive
+    if not sensitive:
+        raise JobError("fairness.sensitive: expected the columns whose values make the "
+                       "groups, e.g. [\"sex\", \"age_band\"]")
+    sensitive = [_text(c, f"fairness.sensitive[{i}]") for i, c in enumerate(sensitive)]
+    by = table.get("by", (str, list), default=[])
+    by = [_text(c, f"fairness.by[{i}]") for i, c in enumerate([by] if isinstance(by, str)
+                                                               else by)]
+    given: dict[str, Any] = {
+        "method": table.get("method", str, default="between_groups", choices=METHODS),
+        "agg": table.get("agg", str, default="worst_case", choices=AGGS),
+        "min_support": table.get("min_support", (int, float), default=0),
+        "max_groups": table.get("max_groups", int, default=MAX_GROUPS)}
+    if given["min_support"] < 0:
+        raise JobError(f"fairness.min_support: expected a number of samples >= 0, got "
+                       f"{given['min_support']!r}")
+    if given["max_groups"] < 1:
+        raise JobError(f"fairness.max_groups: expected a whole number >= 1, got "
+                       f"{given['max_groups']!r}")
+    ci = table.get("ci", (int, float), default=options.get("ci"))
+    table.done()
+    if ci is not None:
+        try:
+            PARAMS["ci"].check(ci)
+        except InputError as error:
+            raise JobError(f"fairness.ci: {error}") from None
+        given.update(ci=ci, resamples=options["resamples"], seed=options["seed"])
+    if window is not None:
+        raise JobError("fairness: not yet with a [window]; segment by a date column instead "
+                       "(fairness.by)")
+    for i, column in enumerate(sensitive):
+        if column in by or sensitive.index(column) != i:
+            raise JobError(f"fairness.sensitive[{i}]: {column!r} is named twice (in sensitive "
+                           "or by)")
+    return FairnessSection(tuple(metrics), tuple(sensitive), tuple(by), given)
 
 
 def _estimation(data: Any, base: Path, metrics: list[str]) -> Estimation:
@@ -614,11 +706,15 @@ def _source(data: Any, key: str, base: Path, shared: Mapping[str, str]) -> Sourc
 
 
 def _rule(data: Any, key: str, metrics: list[str], baseline: Baseline | None,
-          ci: float | None, drift: Drift | None = None) -> Rule:
+          ci: float | None, drift: Drift | None = None,
+          fairness: FairnessSection | None = None) -> Rule:
     if not isinstance(data, dict):
         raise JobError(f"{key}: expected a table ([[alerts.rules]]), got {data!r}")
     if "drift" in data:
         return _drift_rule(data, key, drift)
+    if fairness is not None and data.get("metric") in fairness.disparities \
+            and data.get("metric") not in metrics:
+        return _fairness_rule(data, key)
     table = _Table(data, key)
     metric = table.get("metric", str, required=True)
     if metric not in metrics:
@@ -681,6 +777,28 @@ def _drift_rule(data: Mapping[str, Any], key: str, drift: Drift | None) -> Rule:
     return Rule(key, statistic, conditions[0], float(value), None,
                 None if label is None else str(label), significant, drift=True,
                 compared=compared)
+
+
+def _fairness_rule(data: Mapping[str, Any], key: str) -> Rule:
+    """A rule on [fairness]'s rows: ``metric`` a disparity it computes (per model, and label
+    where per label: ``label`` narrows it), ``above`` or ``below`` the value (e.g.
+    demographic_parity_ratio below 0.8, the four-fifths rule)."""
+    table = _Table(data, key)
+    metric = table.get("metric", str)
+    conditions = [c for c in ("below", "above") if c in data]
+    if len(conditions) != 1:
+        raise JobError(f"{key}: expected exactly one of below, above (e.g. below = 0.8), got "
+                       f"{conditions or 'none'}")
+    value = table.get(conditions[0], (int, float))
+    label = table.get("label", (str, int), default=None)
+    significant = table.get("significant", bool, default=False)
+    table.done()
+    if significant:
+        raise JobError(f"{key}.significant: a rule on a disparity fires on its value; the "
+                       "p-value of no gap is in fairness_summary.parquet (not yet a test of "
+                       "the rule's bound)")
+    return Rule(key, metric, conditions[0], float(value), None,
+                None if label is None else str(label), fairness=True)
 
 
 class _Table:

@@ -54,6 +54,8 @@ NEUTRAL = frozenset({"tp", "tn", "support", "confusion_matrix"})
 SWEEP_METRICS = ("precision", "recall", "f1")
 #: Tasks without ROC, PR, sweep or reliability curves: a job of one of these draws none.
 NO_CURVES = ("regression", "clustering")
+#: The tables of [fairness] (``me.fairness``'s), each written as fairness_<name>.parquet.
+FAIRNESS_TABLES = ("groups", "summary", "disparities")
 #: The options of a request without intervals, whatever the job's ci, resamples and seed.
 NO_INTERVALS = {"ci": None, **{name: PARAMS[name].default for name in ("resamples", "seed")}}
 
@@ -79,6 +81,8 @@ class Result:
     night: dict[str, Any] | None = None
     #: the scores of the most drifted segment and label the page shows, on both sides
     drift_scores: DriftScores | None = None
+    #: [fairness]: me.fairness's tables (groups, summary, disparities), every model's
+    fairness: dict[str, pl.DataFrame] | None = None
 
     @property
     def keys(self) -> list[str]:
@@ -181,7 +185,7 @@ def stages(job: Job) -> int:
     segmentation), sweep, slices and drift, the baseline and alerts, and the most drifted
     scores."""
     per_source = len(job.segmentations) + ("sweep" in job.curves) + (job.slices is not None) \
-        + (job.drift is not None)
+        + (job.drift is not None) + (job.fairness is not None)
     return 2 + (job.drift is not None) + len(job.sources) * per_source
 
 
@@ -212,6 +216,7 @@ def _run(job: Job, prepared: list[_Prepared], task: str, progress: Progress,
     found: list[pl.DataFrame] = []
     drifts: list[pl.DataFrame] = []
     drifted: list[_Prepared] = []  # the source of each table of drifts
+    fair: list[dict[str, pl.DataFrame]] = []
     inputs = []
     for source in prepared:
         metrics, size, drawn = source.evaluate(_metrics(job, task), task, progress)
@@ -232,6 +237,11 @@ def _run(job: Job, prepared: list[_Prepared], task: str, progress: Progress,
             progress.stage(f"{source.source.key}: drift")
             drifts.append(source.drift())
             drifted.append(source)
+        if job.fairness is not None:
+            progress.stage(f"{source.source.key}: fairness")
+            fair.append(source.fairness(task))
+    fairness = {name: pl.concat([f[name] for f in fair], how="diagonal_relaxed")
+                for name in FAIRNESS_TABLES} if fair else None
     progress.stage("baseline and alerts")
     order = {s.name: i for i, s in enumerate(job.segmentations)}
     size_table = _judged(_named(_concat(sizes, job, "samples", "weight"), job), job)
@@ -275,7 +285,8 @@ def _run(job: Job, prepared: list[_Prepared], task: str, progress: Progress,
             MODEL, pl.col(SEGMENTATION).replace_strict(order, return_dtype=pl.Int32),
             maintain_order=True)
     judged_drift = drift if drift is None or job.window is None else over_time.at(drift, latest)
-    alerts, tests = _alerts(metrics, size_table, job, order, judged_drift)
+    alerts, tests = _alerts(metrics, size_table, job, order, judged_drift,
+                            None if fairness is None else fairness["disparities"])
     curve_tables = {}
     for kinds, parts in curves.items():  # roc and pr: one table
         table = _sorted(_named(pl.concat(parts, how="diagonal_relaxed"), job), job, order)
@@ -287,7 +298,8 @@ def _run(job: Job, prepared: list[_Prepared], task: str, progress: Progress,
         scores = _drift_scores(job, drift, drifted, drifts)
     result = Result(job, task, metrics, size_table, curve_tables, alerts, inputs, tests=tests,
                     slices=slices, drift=drift, trend=trend,
-                    night=None if tonight is None else tonight.summary(), drift_scores=scores)
+                    night=None if tonight is None else tonight.summary(), drift_scores=scores,
+                    fairness=fairness)
     result.timings = progress.timings
     return result
 
@@ -352,6 +364,14 @@ class _Prepared:
             if column == source.model_column:
                 raise JobError(f"slices.over: {column!r} is the model column of "
                                f"{source.key}: slices are found within each model")
+        fair = job.fairness
+        for key, columns in (("sensitive", fair.sensitive), ("by", fair.by)) if fair else ():
+            for column in columns:
+                if column not in present or column == source.model_column:
+                    raise JobError(f"fairness.{key}: {source.key} has no column {column!r}; "
+                                   f"its columns are {present}" if column not in present else
+                                   f"fairness.{key}: {column!r} is the model column of "
+                                   f"{source.key}: the gaps are per model")
         if source.model_column is not None and source.model_column not in present:
             raise JobError(f"{source.key}.model_column: no column {source.model_column!r}; "
                            f"its columns are {present}")
@@ -560,6 +580,43 @@ class _Prepared:
                                  on=[GRANULARITY, START])
             frames.append(self._keyed(rows, segmentation))
         return self._grid(frames)
+
+    def fairness(self, task: str) -> dict[str, pl.DataFrame]:
+        """Gaps between groups ([fairness]): ``me.fairness`` of this source by its model
+        column (and [fairness]'s ``by``), each table with ``model``, ``segmentation`` and
+        ``segment`` first (the control segment: ``overall``, or ``col=value, ...``)."""
+        from mleval_sql.fairness import fairness
+
+        spec = self.job.fairness
+        assert spec is not None
+        by = [*([self.model] if self.model else []), *(self.read.get(c, c) for c in spec.by)]
+        where = {"storage_options": None, "as_of": None} if self.renamed else {}
+        options = self.job.request_options("evaluate", self.source, by, task=task,
+                                           average=self.job.average or None, **where)
+        if options.get("ci") is None:
+            options = {**options, **NO_INTERVALS}
+        options = {**options, **{k: v for k, v in spec.options.items()
+                                 if k in ("ci", "resamples", "seed")}}
+        own = {k: v for k, v in spec.options.items() if k not in ("ci", "resamples", "seed")}
+        options = {k: v for k, v in options.items() if v is not None or k == "ci"}
+        try:
+            with self._naming():
+                found = fairness(self.src, list(spec.metrics), sensitive=list(spec.sensitive),
+                                 **own, **options)
+        except InputError as error:
+            raise JobError(f"fairness: {error}") from None
+        model = (pl.col(self.model).cast(pl.String) if self.model
+                 else pl.lit(self.source.model, dtype=pl.String))
+        parts = [pl.concat_str(pl.lit(f"{c}="), pl.col(self.read.get(c, c)).cast(pl.String)
+                               .fill_null("null")) for c in spec.by]
+        segment = pl.concat_str(parts, separator=", ") if parts else pl.lit(OVERALL)
+        keyed = {}
+        for name in FAIRNESS_TABLES:
+            table = getattr(found, name)
+            keyed[name] = table.select(
+                model.alias(MODEL), pl.lit(" x ".join(spec.by) or OVERALL).alias(SEGMENTATION),
+                segment.alias(SEGMENT), pl.exclude(*([self.model] if self.model else [])))
+        return keyed
 
     def drift_scores(self, row: dict[str, Any],
                      window: over_time.WindowKey | None) -> pl.DataFrame:
@@ -806,9 +863,28 @@ def _drift_rows(drift: pl.DataFrame | None, rule: Rule, job: Job) -> pl.DataFram
         samples="current_rows", weight="current_weight", p_value="p_value")
 
 
+def _fairness_rows(disparities: pl.DataFrame | None, rule: Rule, job: Job) -> pl.DataFrame:
+    """The [fairness] rows a fairness rule judges: its disparity (of its label where it names
+    one), per model and control segment, as alert rows (``samples``, ``weight``: null, the
+    groups' are in fairness_groups.parquet)."""
+    assert disparities is not None
+    rows = disparities.filter(pl.col("disparity") == rule.metric)
+    if rule.label is not None:
+        rows = rows.filter(pl.col("label").cast(pl.String) == rule.label)
+        if rows.is_empty():
+            raise JobError(f"{rule.key}.label: no label {rule.label!r} in [fairness]'s rows "
+                           f"of {rule.metric}")
+    return rows.select(
+        MODEL, SEGMENTATION, SEGMENT, metric="disparity", average=pl.lit(None, pl.String),
+        label=pl.col("label").cast(pl.String), value="value",
+        baseline=pl.lit(None, pl.Float64), delta=pl.lit(None, pl.Float64),
+        samples=pl.lit(None, pl.Int64), weight=pl.lit(None, pl.Float64),
+        p_value=pl.lit(None, pl.Float64))
+
+
 def _alerts(metrics: pl.DataFrame, sizes: pl.DataFrame, job: Job,
-            order: dict[str, int], drift: pl.DataFrame | None = None
-            ) -> tuple[pl.DataFrame, int]:
+            order: dict[str, int], drift: pl.DataFrame | None = None,
+            fairness: pl.DataFrame | None = None) -> tuple[pl.DataFrame, int]:
     """The alerts, and the number of tests the significant rules made: a significant rule
     fires where its condition holds and its test's p-value, adjusted for the false discovery
     rate over every test of every significant rule (Benjamini-Hochberg), is at most the job's
@@ -825,6 +901,13 @@ def _alerts(metrics: pl.DataFrame, sizes: pl.DataFrame, job: Job,
                        else pl.col("value") < rule.value).fill_null(False),
                 p_value=pl.col("p_value") if rule.significant else pl.lit(None, pl.Float64),
                 tested=pl.lit(rule.significant) & pl.col("p_value").is_not_null()))
+            continue
+        if rule.fairness:
+            candidates.append(_fairness_rows(fairness, rule, job).with_columns(
+                rule=pl.lit(index, pl.Int32),
+                fires=(pl.col("value") > rule.value if rule.condition == "above"
+                       else pl.col("value") < rule.value).fill_null(False),
+                tested=pl.lit(False)))
             continue
         rows = rule_rows(metrics, rule, job).join(sized, on=keys, how="left").filter(
             judged(rule.metric, job))
