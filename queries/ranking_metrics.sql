@@ -20,8 +20,9 @@
 --   With weights the counts are running sums (RANGE frames: a block of ties is one step).
 --   Every weight 1 ($unit_weights): counts over the same sort, rank() - 1 rows above the score
 --   and a count of the rows at or above it, no running sum; only where $class_counts asks for
---   them, the same of the row's own class (a second sort, by truth and score); only where
---   $label_totals asks for them, the label's totals on each row. The windows and terms of what
+--   them, a count of the true rows at or above it over the same sort, and only for a partial
+--   AUC ($max_fpr < 1) the rows above it of the row's own class (a second sort, by truth and
+--   score); only where $label_totals asks for them, the label's totals on each row. The windows and terms of what
 --   is not asked are constant NULLs, which the databases do not compute.
 --   roc_auc: the trapezoidal area under (fpr, tpr) = scikit-learn's roc_auc_score; NULL when
 --     P = 0 or N = 0. Every weight 1: the rank-sum (Mann-Whitney) U = sum over true rows of
@@ -67,9 +68,10 @@ ranked AS (
             THEN sum(CASE WHEN truth THEN 0.0 ELSE weight END) OVER curve END AS n,
         CASE WHEN $unit_weights THEN rank() OVER higher - 1 END AS rows_above,
         CASE WHEN $unit_weights THEN count(*) OVER higher END AS rows_upto,
-        CASE WHEN $unit_weights AND $class_counts THEN rank() OVER own_higher - 1
+        CASE WHEN $unit_weights AND $class_counts THEN count(CASE WHEN truth THEN 1 END) OVER higher
+        END AS pos_upto,
+        CASE WHEN $unit_weights AND $max_fpr < 1 THEN rank() OVER own_higher - 1
         END AS own_above,
-        CASE WHEN $unit_weights AND $class_counts THEN count(*) OVER own_higher END AS own_upto,
         CASE WHEN NOT $unit_weights
             THEN sum(CASE WHEN truth THEN weight ELSE 0.0 END) OVER higher END AS tp_sum,
         CASE WHEN NOT $unit_weights
@@ -98,8 +100,9 @@ ranked AS (
             THEN sum(CASE WHEN truth THEN 0.0 ELSE weight END) OVER curve END,
         CASE WHEN $unit_weights THEN rank() OVER higher - 1 END,
         CASE WHEN $unit_weights THEN count(*) OVER higher END,
-        CASE WHEN $unit_weights AND $class_counts THEN rank() OVER own_higher - 1 END,
-        CASE WHEN $unit_weights AND $class_counts THEN count(*) OVER own_higher END,
+        CASE WHEN $unit_weights AND $class_counts THEN count(CASE WHEN truth THEN 1 END) OVER higher
+        END,
+        CASE WHEN $unit_weights AND $max_fpr < 1 THEN rank() OVER own_higher - 1 END,
         CASE WHEN NOT $unit_weights
             THEN sum(CASE WHEN truth THEN weight ELSE 0.0 END) OVER higher END,
         CASE WHEN NOT $unit_weights
@@ -119,19 +122,13 @@ ranked AS (
 ),
 counted AS (
     -- tp, fp at the row's score, tp0, fp0 above it (every weight 1 without $class_counts:
-    -- NULL, and only rows_above / rows_upto)
+    -- NULL, and only rows_above / rows_upto; tp0, fp0 only for a partial AUC)
     SELECT
         segment, average, label, truth, p, n, rows_above, rows_upto,
         CASE WHEN truth THEN weight ELSE 0.0 END AS pos,
         CASE WHEN truth THEN 0.0 ELSE weight END AS neg,
-        CASE
-            WHEN NOT $unit_weights THEN tp_sum
-            WHEN truth THEN own_upto ELSE rows_upto - own_upto
-        END AS tp,
-        CASE
-            WHEN NOT $unit_weights THEN fp_sum
-            WHEN truth THEN rows_upto - own_upto ELSE own_upto
-        END AS fp,
+        CASE WHEN NOT $unit_weights THEN tp_sum ELSE pos_upto END AS tp,
+        CASE WHEN NOT $unit_weights THEN fp_sum ELSE rows_upto - pos_upto END AS fp,
         CASE
             WHEN NOT $unit_weights THEN tp_sum - block_pos
             WHEN truth THEN own_above ELSE rows_above - own_above
