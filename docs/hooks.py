@@ -96,6 +96,26 @@ FAMILY_PAGES: dict[str, tuple[str, str]] = {
         "Regression",
         "`score` is the prediction and `truth` the target; `label` names the output. Averages "
         "are over outputs."),
+    "errors": (
+        "Regression errors",
+        "`score` is the prediction and `truth` the target; `label` names the output. One pass "
+        "of plain sums of the errors: asked alone, these do not pay for the means, logs and "
+        "deviances of the [regression](regression.md) metrics (read off that pass where both "
+        "are asked). Averages are over outputs."),
+    "median": (
+        "Median absolute error",
+        "The weighted median of each output's absolute errors, exact: one sort of the errors "
+        "(scikit-learn's averaged inverted CDF; `np.median` with unit weights). Averages are "
+        "over outputs."),
+    "quantiles": (
+        "Regression quantiles",
+        "Metrics that read a weighted quantile of each output's errors or truths (exact, one "
+        "sort of each, scikit-learn's averaged inverted CDF). Averages are over outputs."),
+    "graded": (
+        "Graded relevance",
+        "Ranking across labels per sample, against a relevance that may be graded (a number "
+        "`>= 0` in the truth column, where only these metrics are asked): each sample's DCG, "
+        "tied scores averaged as scikit-learn does, averaged over samples by sample weight."),
     "clustering": (
         "Clustering",
         "One row per sample (`sample, truth, cluster[, weight]`); every metric is a function "

@@ -92,9 +92,18 @@ STEPS: dict[str, Step] = {s.name: s for s in (
     # regression
     Step("regression_sums", ("predictions",), "regression_sums", ("pinball_alpha", "power")),
     Step("regression_metrics", ("regression_sums",)),
+    # ... mse, rmse, mae, mape and max_error alone: one pass of their own sums; with a metric of
+    # the full sums asked, off those (FUSED)
+    Step("regression_errors", ("predictions",), averaged=True),
+    Step("regression_sum_errors", ("regression_sums",), averaged=True),
     # ... and the weighted quantiles (one sort of each output's errors and truths), with the
     # sums: the median absolute error and the D² of the pinball losses
     Step("regression_quantiles", ("predictions",), "regression_quantiles", ("pinball_alpha",)),
+    # ... or the median absolute error alone: one sort of each output's errors, no sums; with
+    # the quantiles' D² asked, off their pass (FUSED)
+    Step("regression_medians", ("predictions",), averaged=True),
+    Step("regression_quantile_medians", ("regression_sums", "regression_quantiles"),
+         averaged=True),
     Step("quantile_metrics", ("regression_sums", "regression_quantiles")),
     Step("declared_regression", ("regression_sums",), averaged=True),  # me.define's
     # clustering: one row per sample (sample, truth, cluster, weight, segment)
@@ -190,9 +199,15 @@ CALIBRATION = Family("calibration", "calibration_metrics",
                      dict.fromkeys(_SCORED, ("calibration_bins",)), LABEL_AVERAGES)
 REGRESSION = Family("regression", "regression_metrics", {"regression": ("regression_sums",)},
                     ("none", "macro", "variance_weighted"))
+#: ... of which mse, rmse, mae, mape and max_error need only one pass of plain sums: alone,
+#: they do not pay for the means, logs and deviances of the others (FUSED when both are asked).
+ERRORS = Family("errors", "regression_errors", {"regression": ()}, ("none", "macro"))
 #: Regression metrics that need a quantile of each output's errors or truths: a sort of their own.
 QUANTILES = Family("quantiles", "quantile_metrics",
                    {"regression": ("regression_sums", "regression_quantiles")}, ("none", "macro"))
+#: The median absolute error: one sort of each output's errors (its truths and sums not read,
+#: unless the quantiles' D² are asked too: then off their pass, FUSED).
+MEDIAN = Family("median", "regression_medians", {"regression": ()}, ("none", "macro"))
 #: Clustering: every metric from the contingency table (weight per class x cluster) of a segment.
 CLUSTERING = Family("clustering", "clustering_metrics", {"clustering": ("contingency",)})
 CONTINGENCY = Family("contingency", "contingency_cells", {"clustering": ("contingency",)})
@@ -223,14 +238,21 @@ DECLARED_FAMILIES = (DECLARED, DECLARED_ARGMAX, DECLARED_SWEEP, DECLARED_REGRESS
 SHARED_METRICS, SHARED_FILE = "MLEVAL_METRICS", "metrics.toml"
 FAMILIES = (DECISIONS, MULTICLASS, SAMPLES, TOP_K, RANKING, OPERATING, SWEEP, OVO,
             LABEL_RANKING, GRADED, THRESHOLDS, PROBABILITY, PROBABILITY_MULTICLASS, CALIBRATION,
-            REGRESSION,
-            QUANTILES, CLUSTERING, CONTINGENCY, ESTIMATED, *DECLARED_FAMILIES)
+            REGRESSION, ERRORS,
+            QUANTILES, MEDIAN, CLUSTERING, CONTINGENCY, ESTIMATED, *DECLARED_FAMILIES)
 
 #: Steps read off another family's statistics when both are asked: with the curve in a
 #: request, the decision counts at the threshold and the ranking metrics come from its sorted
-#: pass, not from a scan or a sort of their own.
+#: pass, not from a scan or a sort of their own; with a metric of the full regression sums,
+#: the plain error metrics come off those; with a D² of the quantiles, the median absolute
+#: error comes from their sort of the errors.
 FUSED: dict[str, tuple[str, ...]] = {"threshold_counts": ("ranked_points", "curve_counts"),
-                                     "ranking_metrics": ("ranked_points", "curve_metrics")}
+                                     "ranking_metrics": ("ranked_points", "curve_metrics"),
+                                     "regression_errors": ("regression_sums",
+                                                           "regression_sum_errors"),
+                                     "regression_medians": ("regression_quantiles",
+                                                            "regression_sums",
+                                                            "regression_quantile_medians")}
 
 #: Curves (``me.curve``): the steps of each kind; "sweep" is decision metrics at thresholds.
 CURVES: dict[str, tuple[str, ...]] = {
@@ -476,17 +498,17 @@ METRICS: dict[str, Metric] = _metrics(
            dict.fromkeys(_SCORED, ESTIMATED), probabilities=True,
            undefined="no expected positive or no expected negative weight"),
     # regression
-    Metric("mse", "mean squared error", {"regression": REGRESSION},
+    Metric("mse", "mean squared error", {"regression": ERRORS},
            only_averages=("none", "macro"),
            sklearn="sklearn.metrics.mean_squared_error"),
-    Metric("rmse", "root mean squared error", {"regression": REGRESSION},
+    Metric("rmse", "root mean squared error", {"regression": ERRORS},
            only_averages=("none", "macro"),
            sklearn="sklearn.metrics.root_mean_squared_error"),
-    Metric("mae", "mean absolute error", {"regression": REGRESSION},
+    Metric("mae", "mean absolute error", {"regression": ERRORS},
            only_averages=("none", "macro"),
            sklearn="sklearn.metrics.mean_absolute_error"),
     Metric("mape", "mean absolute percentage error, |error| / max(|truth|, eps)",
-           {"regression": REGRESSION}, only_averages=("none", "macro"),
+           {"regression": ERRORS}, only_averages=("none", "macro"),
            sklearn="sklearn.metrics.mean_absolute_percentage_error"),
     Metric("r2", "coefficient of determination; null when the truth is constant",
            {"regression": REGRESSION},
@@ -497,11 +519,11 @@ METRICS: dict[str, Metric] = _metrics(
            undefined="the truth is constant",
            sklearn="sklearn.metrics.explained_variance_score"),
     Metric("max_error", "the largest |error| among the rows of positive weight",
-           {"regression": REGRESSION}, only_averages=("none", "macro"),
+           {"regression": ERRORS}, only_averages=("none", "macro"),
            sklearn="sklearn.metrics.max_error (per output, over the rows of positive weight)"),
     Metric("median_absolute_error", "weighted median of |error| (scikit-learn's averaged "
            "inverted CDF: the mean of the two middle values where the weight splits evenly)",
-           {"regression": QUANTILES},
+           {"regression": MEDIAN},
            sklearn="sklearn.metrics.median_absolute_error"),
     Metric("mean_squared_log_error", "mean of (ln(1 + prediction) - ln(1 + truth))²; values "
            "<= -1 refused", {"regression": REGRESSION}, only_averages=("none", "macro"),

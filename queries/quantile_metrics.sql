@@ -1,9 +1,10 @@
--- quantile_metrics: median_absolute_error, d2_absolute_error and d2_pinball of each output
--- (label), and their macro average.
+-- quantile_metrics: d2_absolute_error and d2_pinball of each output (label), and their macro
+-- average (median_absolute_error: regression_medians.sql, or regression_quantile_medians.sql
+-- off the same quantiles).
 -- Reads:  regression_sums(segment, label, weight, sae, sst, pinball),
---         regression_quantiles(segment, label, median_error, median_loss, quantile_loss)
+--         regression_quantiles(segment, label, median_loss, quantile_loss)
 -- Gives:  segment, metric, average, label, value
---   median_absolute_error = median_error; d2_absolute_error = 1 - sae / median_loss;
+--   d2_absolute_error = 1 - sae / median_loss;
 --   d2_pinball = 1 - pinball / quantile_loss (the pinball loss at pinball_alpha of the predictions
 --   over that of the truth's weighted pinball_alpha quantile, scikit-learn's d2_pinball_score).
 --   A segment whose weights sum to 0, or a label it lacks: NULL. D² where the truth is
@@ -12,8 +13,8 @@
 --   macro: mean over the outputs with a value (scikit-learn's multioutput='uniform_average'
 --   when every output has one).
 WITH grid AS (
-    SELECT segments.segment, labels.label, s.weight, s.sae, s.sst, s.pinball, q.median_error,
-           q.median_loss, q.quantile_loss
+    SELECT segments.segment, labels.label, s.weight, s.sae, s.sst, s.pinball, q.median_loss,
+           q.quantile_loss
     FROM (SELECT DISTINCT segment FROM regression_sums) AS segments
     CROSS JOIN (SELECT DISTINCT label FROM regression_sums) AS labels
     LEFT JOIN regression_sums AS s
@@ -25,7 +26,6 @@ scores AS (
     SELECT
         segment,
         label,
-        CASE WHEN weight > 0 THEN median_error END AS median_absolute_error,
         CASE WHEN weight > 0 AND sst > 0 THEN 1 - sae / nullif(median_loss, 0) END
             AS d2_absolute_error,
         CASE WHEN weight > 0 AND sst > 0 THEN 1 - pinball / nullif(quantile_loss, 0) END
@@ -34,8 +34,7 @@ scores AS (
 ),
 long AS (
     SELECT *
-    FROM scores UNPIVOT INCLUDE NULLS (value FOR metric IN (
-        median_absolute_error, d2_absolute_error, d2_pinball))
+    FROM scores UNPIVOT INCLUDE NULLS (value FOR metric IN (d2_absolute_error, d2_pinball))
 )
 SELECT segment, metric, CAST(NULL AS VARCHAR) AS average, label, value FROM long
 UNION ALL

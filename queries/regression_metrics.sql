@@ -1,11 +1,11 @@
 -- regression_metrics: the regression metrics of each output (label) from its sums, and their
--- averages.
--- Reads:  regression_sums(segment, label, weight, sse, sae, sape, sst, sde, max_error, ssle,
---         pinball, poisson, gamma, tweedie, tweedie_of_mean)
+-- averages (mse, rmse, mae, mape and max_error: regression_errors.sql, one pass of their own
+-- sums, or regression_sum_errors.sql off these).
+-- Reads:  regression_sums(segment, label, weight, sse, sst, sde, ssle, pinball, poisson, gamma,
+--         tweedie, tweedie_of_mean)
 -- Gives:  segment, metric, average, label, value
---   per output (label, average NULL): mse = sse / weight, rmse = sqrt(mse), mae = sae / weight,
---   mape = sape / weight (a share, not a percentage, as scikit-learn), r2 = 1 - sse / sst,
---   explained_variance = 1 - sde / sst, max_error, mean_squared_log_error = ssle / weight and
+--   per output (label, average NULL): r2 = 1 - sse / sst,
+--   explained_variance = 1 - sde / sst, mean_squared_log_error = ssle / weight and
 --   its root, mean_pinball_loss = pinball / weight, the mean Poisson, gamma and Tweedie
 --   deviances, d2_tweedie = 1 - tweedie / tweedie_of_mean.
 --   A segment whose weights sum to 0: NULL. A label of the input that a segment lacks: NULL.
@@ -14,12 +14,12 @@
 --   are undefined: NULL, where scikit-learn's default force_finite=True gives 1.0 (perfect
 --   predictions) or 0.0.
 --   macro: mean over the outputs with a value (scikit-learn's multioutput='uniform_average'
---   when every output has one; rmse: the mean of per-output RMSE, as scikit-learn).
+--   when every output has one; root_mean_squared_log_error: the mean of per-output roots).
 --   variance_weighted (r2, explained_variance): outputs weighted by their sst, i.e.
 --   1 - sum(numerator) / sum(sst) over outputs with a defined value; NULL when none has one.
 WITH grid AS (
-    SELECT segments.segment, labels.label, s.weight, s.sse, s.sae, s.sape, s.sst, s.sde,
-           s.max_error, s.ssle, s.pinball, s.poisson, s.gamma, s.tweedie, s.tweedie_of_mean
+    SELECT segments.segment, labels.label, s.weight, s.sse, s.sst, s.sde, s.ssle, s.pinball,
+           s.poisson, s.gamma, s.tweedie, s.tweedie_of_mean
     FROM (SELECT DISTINCT segment FROM regression_sums) AS segments
     CROSS JOIN (SELECT DISTINCT label FROM regression_sums) AS labels
     LEFT JOIN regression_sums AS s
@@ -28,13 +28,8 @@ WITH grid AS (
 scores AS (
     SELECT
         segment, label, sse, sde, sst,
-        sse / nullif(weight, 0) AS mse,
-        sqrt(sse / nullif(weight, 0)) AS rmse,
-        sae / nullif(weight, 0) AS mae,
-        sape / nullif(weight, 0) AS mape,
         CASE WHEN weight > 0 AND sst > 0 THEN 1 - sse / sst END AS r2,
         CASE WHEN weight > 0 AND sst > 0 THEN 1 - sde / sst END AS explained_variance,
-        max_error,
         ssle / nullif(weight, 0) AS mean_squared_log_error,
         sqrt(ssle / nullif(weight, 0)) AS root_mean_squared_log_error,
         pinball / nullif(weight, 0) AS mean_pinball_loss,
@@ -48,9 +43,9 @@ scores AS (
 long AS (
     SELECT *
     FROM scores UNPIVOT INCLUDE NULLS (value FOR metric IN (
-        mse, rmse, mae, mape, r2, explained_variance, max_error, mean_squared_log_error,
-        root_mean_squared_log_error, mean_pinball_loss, mean_poisson_deviance,
-        mean_gamma_deviance, mean_tweedie_deviance, d2_tweedie))
+        r2, explained_variance, mean_squared_log_error, root_mean_squared_log_error,
+        mean_pinball_loss, mean_poisson_deviance, mean_gamma_deviance, mean_tweedie_deviance,
+        d2_tweedie))
 )
 SELECT segment, metric, CAST(NULL AS VARCHAR) AS average, label, value FROM long
 UNION ALL

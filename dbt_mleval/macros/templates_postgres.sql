@@ -636,7 +636,31 @@ FROM (
       metric = 'positive_likelihood_ratio' AND average IS NULL
     )
     OR (
+      metric = 'positive_likelihood_ratio' AND average = 'macro'
+    )
+    OR (
+      metric = 'positive_likelihood_ratio' AND average = 'macro_std'
+    )
+    OR (
+      metric = 'positive_likelihood_ratio' AND average = 'micro'
+    )
+    OR (
+      metric = 'positive_likelihood_ratio' AND average = 'weighted'
+    )
+    OR (
       metric = 'negative_likelihood_ratio' AND average IS NULL
+    )
+    OR (
+      metric = 'negative_likelihood_ratio' AND average = 'macro'
+    )
+    OR (
+      metric = 'negative_likelihood_ratio' AND average = 'macro_std'
+    )
+    OR (
+      metric = 'negative_likelihood_ratio' AND average = 'micro'
+    )
+    OR (
+      metric = 'negative_likelihood_ratio' AND average = 'weighted'
     )
     OR (
       metric = 'mcc' AND average IS NULL
@@ -695,8 +719,9 @@ WITH predictions AS NOT MATERIALIZED (
   /*   With weights the counts are running sums (RANGE frames: a block of ties is one step). */
   /*   Every weight 1 ($unit_weights): counts over the same sort, rank() - 1 rows above the score */
   /*   and a count of the rows at or above it, no running sum; only where $class_counts asks for */
-  /*   them, the same of the row's own class (a second sort, by truth and score); only where */
-  /*   $label_totals asks for them, the label's totals on each row. The windows and terms of what */
+  /*   them, a count of the true rows at or above it over the same sort, and only for a partial */
+  /*   AUC ($max_fpr < 1) the rows above it of the row's own class (a second sort, by truth and */
+  /*   score); only where $label_totals asks for them, the label's totals on each row. The windows and terms of what */
   /*   is not asked are constant NULLs, which the databases do not compute. */
   /*   roc_auc: the trapezoidal area under (fpr, tpr) = scikit-learn's roc_auc_score; NULL when */
   /*     P = 0 or N = 0. Every weight 1: the rank-sum (Mann-Whitney) U = sum over true rows of */
@@ -764,8 +789,8 @@ WITH predictions AS NOT MATERIALIZED (
       END AS n,
       CASE WHEN FALSE THEN RANK() OVER higher - 1 END AS rows_above,
       CASE WHEN FALSE THEN COUNT(*) OVER higher END AS rows_upto,
-      CASE WHEN FALSE AND TRUE THEN RANK() OVER own_higher - 1 END AS own_above,
-      CASE WHEN FALSE AND TRUE THEN COUNT(*) OVER own_higher END AS own_upto,
+      CASE WHEN FALSE AND TRUE THEN COUNT(CASE WHEN truth THEN 1 END) OVER higher END AS pos_upto,
+      CASE WHEN FALSE AND NULL < 1 THEN RANK() OVER own_higher - 1 END AS own_above,
       CASE
         WHEN NOT FALSE
         THEN SUM(CASE WHEN truth THEN weight ELSE 0.0 END) OVER higher
@@ -805,8 +830,8 @@ WITH predictions AS NOT MATERIALIZED (
       END,
       CASE WHEN FALSE THEN RANK() OVER higher - 1 END,
       CASE WHEN FALSE THEN COUNT(*) OVER higher END,
-      CASE WHEN FALSE AND TRUE THEN RANK() OVER own_higher - 1 END,
-      CASE WHEN FALSE AND TRUE THEN COUNT(*) OVER own_higher END,
+      CASE WHEN FALSE AND TRUE THEN COUNT(CASE WHEN truth THEN 1 END) OVER higher END,
+      CASE WHEN FALSE AND NULL < 1 THEN RANK() OVER own_higher - 1 END,
       CASE
         WHEN NOT FALSE
         THEN SUM(CASE WHEN truth THEN weight ELSE 0.0 END) OVER higher
@@ -833,7 +858,7 @@ WITH predictions AS NOT MATERIALIZED (
     ), own_higher AS (PARTITION BY segment, truth ORDER BY score DESC NULLS LAST)
   ), ranking_rows_per_label__counted AS (
     /* tp, fp at the row's score, tp0, fp0 above it (every weight 1 without $class_counts: */
-    /* NULL, and only rows_above / rows_upto) */
+    /* NULL, and only rows_above / rows_upto; tp0, fp0 only for a partial AUC) */
     SELECT
       segment,
       average,
@@ -845,8 +870,8 @@ WITH predictions AS NOT MATERIALIZED (
       rows_upto,
       CASE WHEN truth THEN weight ELSE 0.0 END AS pos,
       CASE WHEN truth THEN 0.0 ELSE weight END AS neg,
-      CASE WHEN NOT FALSE THEN tp_sum WHEN truth THEN own_upto ELSE rows_upto - own_upto END AS tp,
-      CASE WHEN NOT FALSE THEN fp_sum WHEN truth THEN rows_upto - own_upto ELSE own_upto END AS fp,
+      CASE WHEN NOT FALSE THEN tp_sum ELSE pos_upto END AS tp,
+      CASE WHEN NOT FALSE THEN fp_sum ELSE rows_upto - pos_upto END AS fp,
       CASE
         WHEN NOT FALSE
         THEN tp_sum - block_pos
@@ -2778,7 +2803,31 @@ FROM (
       metric = 'positive_likelihood_ratio' AND average IS NULL
     )
     OR (
+      metric = 'positive_likelihood_ratio' AND average = 'macro'
+    )
+    OR (
+      metric = 'positive_likelihood_ratio' AND average = 'macro_std'
+    )
+    OR (
+      metric = 'positive_likelihood_ratio' AND average = 'micro'
+    )
+    OR (
+      metric = 'positive_likelihood_ratio' AND average = 'weighted'
+    )
+    OR (
       metric = 'negative_likelihood_ratio' AND average IS NULL
+    )
+    OR (
+      metric = 'negative_likelihood_ratio' AND average = 'macro'
+    )
+    OR (
+      metric = 'negative_likelihood_ratio' AND average = 'macro_std'
+    )
+    OR (
+      metric = 'negative_likelihood_ratio' AND average = 'micro'
+    )
+    OR (
+      metric = 'negative_likelihood_ratio' AND average = 'weighted'
     )
     OR (
       metric = 'mcc' AND average IS NULL
@@ -2837,8 +2886,9 @@ WITH predictions AS NOT MATERIALIZED (
   /*   With weights the counts are running sums (RANGE frames: a block of ties is one step). */
   /*   Every weight 1 ($unit_weights): counts over the same sort, rank() - 1 rows above the score */
   /*   and a count of the rows at or above it, no running sum; only where $class_counts asks for */
-  /*   them, the same of the row's own class (a second sort, by truth and score); only where */
-  /*   $label_totals asks for them, the label's totals on each row. The windows and terms of what */
+  /*   them, a count of the true rows at or above it over the same sort, and only for a partial */
+  /*   AUC ($max_fpr < 1) the rows above it of the row's own class (a second sort, by truth and */
+  /*   score); only where $label_totals asks for them, the label's totals on each row. The windows and terms of what */
   /*   is not asked are constant NULLs, which the databases do not compute. */
   /*   roc_auc: the trapezoidal area under (fpr, tpr) = scikit-learn's roc_auc_score; NULL when */
   /*     P = 0 or N = 0. Every weight 1: the rank-sum (Mann-Whitney) U = sum over true rows of */
@@ -2906,8 +2956,8 @@ WITH predictions AS NOT MATERIALIZED (
       END AS n,
       CASE WHEN FALSE THEN RANK() OVER higher - 1 END AS rows_above,
       CASE WHEN FALSE THEN COUNT(*) OVER higher END AS rows_upto,
-      CASE WHEN FALSE AND TRUE THEN RANK() OVER own_higher - 1 END AS own_above,
-      CASE WHEN FALSE AND TRUE THEN COUNT(*) OVER own_higher END AS own_upto,
+      CASE WHEN FALSE AND TRUE THEN COUNT(CASE WHEN truth THEN 1 END) OVER higher END AS pos_upto,
+      CASE WHEN FALSE AND NULL < 1 THEN RANK() OVER own_higher - 1 END AS own_above,
       CASE
         WHEN NOT FALSE
         THEN SUM(CASE WHEN truth THEN weight ELSE 0.0 END) OVER higher
@@ -2947,8 +2997,8 @@ WITH predictions AS NOT MATERIALIZED (
       END,
       CASE WHEN FALSE THEN RANK() OVER higher - 1 END,
       CASE WHEN FALSE THEN COUNT(*) OVER higher END,
-      CASE WHEN FALSE AND TRUE THEN RANK() OVER own_higher - 1 END,
-      CASE WHEN FALSE AND TRUE THEN COUNT(*) OVER own_higher END,
+      CASE WHEN FALSE AND TRUE THEN COUNT(CASE WHEN truth THEN 1 END) OVER higher END,
+      CASE WHEN FALSE AND NULL < 1 THEN RANK() OVER own_higher - 1 END,
       CASE
         WHEN NOT FALSE
         THEN SUM(CASE WHEN truth THEN weight ELSE 0.0 END) OVER higher
@@ -2975,7 +3025,7 @@ WITH predictions AS NOT MATERIALIZED (
     ), own_higher AS (PARTITION BY segment, truth ORDER BY score DESC NULLS LAST)
   ), ranking_rows_per_label__counted AS (
     /* tp, fp at the row's score, tp0, fp0 above it (every weight 1 without $class_counts: */
-    /* NULL, and only rows_above / rows_upto) */
+    /* NULL, and only rows_above / rows_upto; tp0, fp0 only for a partial AUC) */
     SELECT
       segment,
       average,
@@ -2987,8 +3037,8 @@ WITH predictions AS NOT MATERIALIZED (
       rows_upto,
       CASE WHEN truth THEN weight ELSE 0.0 END AS pos,
       CASE WHEN truth THEN 0.0 ELSE weight END AS neg,
-      CASE WHEN NOT FALSE THEN tp_sum WHEN truth THEN own_upto ELSE rows_upto - own_upto END AS tp,
-      CASE WHEN NOT FALSE THEN fp_sum WHEN truth THEN rows_upto - own_upto ELSE own_upto END AS fp,
+      CASE WHEN NOT FALSE THEN tp_sum ELSE pos_upto END AS tp,
+      CASE WHEN NOT FALSE THEN fp_sum ELSE rows_upto - pos_upto END AS fp,
       CASE
         WHEN NOT FALSE
         THEN tp_sum - block_pos
@@ -5848,25 +5898,33 @@ WITH predictions AS NOT MATERIALIZED (
   /* sample_weight); NULL where the weights sum to 0. */
   /* Reads:  sample_gains(segment, sample, weight, dcg, ndcg)  (sample_gains.sql) */
   /* Gives:  segment, metric, average, label, value  (one row per metric, average and label NULL) */
+  WITH graded_rows__gains AS (
+    SELECT
+      segment,
+      weight,
+      dcg,
+      ndcg
+    FROM sample_gains
+  ), graded_rows__long AS (
+    SELECT
+      gains.*,
+      unpivoted.metric,
+      CASE unpivoted.metric WHEN 'dcg' THEN gains.dcg WHEN 'ndcg' THEN gains.ndcg END AS value
+    FROM graded_rows__gains AS gains
+    CROSS JOIN (VALUES
+      ('dcg'),
+      ('ndcg')) AS unpivoted(metric)
+  )
   SELECT
     segment,
-    'dcg' AS metric,
+    metric,
     CAST(NULL AS TEXT) AS average,
-    CAST(NULL AS TEXT) AS label,
-    CAST(SUM(dcg * weight) AS DOUBLE PRECISION) / NULLIF(SUM(weight), 0) AS value
-  FROM sample_gains
+    NULL AS label,
+    CAST(SUM(value * weight) AS DOUBLE PRECISION) / NULLIF(SUM(weight), 0) AS value
+  FROM graded_rows__long AS long
   GROUP BY
-    segment
-  UNION ALL
-  SELECT
     segment,
-    'ndcg',
-    CAST(NULL AS TEXT),
-    CAST(NULL AS TEXT),
-    CAST(SUM(ndcg * weight) AS DOUBLE PRECISION) / NULLIF(SUM(weight), 0)
-  FROM sample_gains
-  GROUP BY
-    segment
+    metric
 )
 SELECT
   *
@@ -5875,7 +5933,7 @@ FROM (
     segment AS "mleval_segment",
     metric,
     average,
-    label AS label,
+    NULL AS label,
     CASE WHEN metric IN ('dcg', 'ndcg') THEN 2 ELSE CAST(NULL AS BIGINT) END AS k,
     CASE
       WHEN metric IN ('dcg')
@@ -5893,7 +5951,7 @@ FROM (
     )
 ) AS metric_rows
 {% endraw %}{% endset %}
-{% do t.update({"multiclass/graded": {'sql': sql_15, 'optional': ["k", "log_base"], 'null_label': false}}) %}
+{% do t.update({"multiclass/graded": {'sql': sql_15, 'optional': ["k", "log_base"], 'null_label': true}}) %}
 {% set sql_16 %}{% raw %}
 WITH predictions AS NOT MATERIALIZED (
   SELECT
@@ -6972,7 +7030,7 @@ FROM (
 {% do t.update({"multilabel/ranking": {'sql': sql_6, 'optional': [], 'null_label': false}}) %}
 {% do t.update({"multilabel/operating": {'sql': sql_7, 'optional': ["min_recall", "min_precision", "operating_threshold"], 'null_label': false}}) %}
 {% do t.update({"multilabel/label_ranking": {'sql': sql_14, 'optional': ["k"], 'null_label': true}}) %}
-{% do t.update({"multilabel/graded": {'sql': sql_15, 'optional': ["k", "log_base"], 'null_label': false}}) %}
+{% do t.update({"multilabel/graded": {'sql': sql_15, 'optional': ["k", "log_base"], 'null_label': true}}) %}
 {% set sql_19 %}{% raw %}
 WITH predictions AS NOT MATERIALIZED (
   SELECT
@@ -7351,6 +7409,245 @@ WITH predictions AS NOT MATERIALIZED (
     CAST("mleval_weight" AS DOUBLE PRECISION) AS weight,
     "mleval_segment" AS segment
   FROM mleval_input
+), errors_rows_per_label AS (
+  /* regression_errors: mse, rmse, mae, mape and max_error of each output (label), from one pass */
+  /* of sums over the predictions: no means first, no logs or deviances (regression_sums.sql's */
+  /* terms, which these metrics alone do not read, and which a request pays for as a whole: each */
+  /* statistics step is made once, in full). With a metric of regression_sums asked too, these */
+  /* come off its table instead (regression_sum_errors.sql, registry.FUSED): one pass, not two. */
+  /* Reads:  predictions(sample, label, score, truth, weight, segment) */
+  /* Gives:  segment, metric, average, label, value, support  (label_averages.sql adds the grid of */
+  /*         labels and the macro average) */
+  /*   As regression_sums.sql and regression_metrics.sql: mse = sum(weight * error²) / weight, */
+  /*   rmse = sqrt(mse), mae = sum(weight * |error|) / weight, mape = sum(weight * |error| / */
+  /*   max(|truth|, eps)) / weight (eps = 2^-52), max_error = max |error| over the rows of */
+  /*   positive weight. NULL where the output's weights sum to 0 in the segment; support: that sum. */
+  /*   macro (label_averages.sql): mean over the outputs with a value (rmse: of their RMSEs). */
+  WITH errors_rows_per_label__errors AS NOT MATERIALIZED (
+    SELECT
+      segment,
+      label,
+      weight,
+      CAST(truth AS DOUBLE PRECISION) AS y,
+      score - CAST(truth AS DOUBLE PRECISION) AS error
+    FROM predictions
+  ), errors_rows_per_label__sums AS (
+    SELECT
+      segment,
+      label,
+      SUM(weight) AS weight,
+      SUM(weight * (
+        error * error
+      )) AS sse,
+      SUM(weight * ABS(error)) AS sae,
+      SUM(
+        weight * (
+          CAST(ABS(error) AS DOUBLE PRECISION) / NULLIF(GREATEST(ABS(y), CAST(2.220446049250313e-16 AS DOUBLE PRECISION)), 0)
+        )
+      ) AS sape,
+      MAX(ABS(error)) FILTER(WHERE
+        weight > 0) AS max_error
+    FROM errors_rows_per_label__errors AS errors
+    GROUP BY
+      segment,
+      label
+  ), errors_rows_per_label__scores AS (
+    SELECT
+      segment,
+      label,
+      weight,
+      CAST(sse AS DOUBLE PRECISION) / NULLIF(weight, 0) AS mse,
+      SQRT(CAST(sse AS DOUBLE PRECISION) / NULLIF(weight, 0)) AS rmse,
+      CAST(sae AS DOUBLE PRECISION) / NULLIF(weight, 0) AS mae,
+      CAST(sape AS DOUBLE PRECISION) / NULLIF(weight, 0) AS mape,
+      max_error
+    FROM errors_rows_per_label__sums AS sums
+  )
+  SELECT
+    segment,
+    unpivoted.metric,
+    CAST(NULL AS TEXT) AS average,
+    label,
+    CASE unpivoted.metric
+      WHEN 'mse'
+      THEN scores.mse
+      WHEN 'rmse'
+      THEN scores.rmse
+      WHEN 'mae'
+      THEN scores.mae
+      WHEN 'mape'
+      THEN scores.mape
+      WHEN 'max_error'
+      THEN scores.max_error
+    END AS value,
+    weight AS support
+  FROM errors_rows_per_label__scores AS scores
+  CROSS JOIN (VALUES
+    ('mse'),
+    ('rmse'),
+    ('mae'),
+    ('mape'),
+    ('max_error')) AS unpivoted(metric)
+), errors_rows AS (
+  /* label_averages: every label in every segment, and the averages over labels, from the rows of */
+  /* a final step that gives one row per label (decision_metrics, ranking_metrics, */
+  /* probability_metrics, calibration_metrics: the steps the registry marks `averaged`). */
+  /* Reads:  label_values(segment, metric, average, label, value, support)  (that step's rows) */
+  /* Gives:  segment, metric, average, label, value */
+  /*   A row with a label and average NULL is a label's value; its support is the label's */
+  /*   positive weight. The step's other rows (micro: label NULL; a one-row metric such as */
+  /*   hamming_loss: both NULL) are kept as they are. */
+  /*   Every (metric, average, label) that a segment has, every segment has: a label of the input */
+  /*   that a segment lacks gets NULL values. */
+  /*   macro: mean over labels; weighted: mean weighted by support, falling back to macro when */
+  /*   no label with a value has support; macro_std: population standard deviation over labels. */
+  /*   Averages skip NULL values (scikit-learn's zero_division=np.nan). Supports enter as shares */
+  /*   of the largest, so that a value times a support cannot overflow, and values as shares of */
+  /*   the largest for their spread (a squared count under- or overflows at weights of 1e±300). */
+  WITH errors_rows__segments AS (
+    SELECT DISTINCT
+      segment
+    FROM errors_rows_per_label AS label_values
+  ), errors_rows__row_keys AS (
+    SELECT DISTINCT
+      metric,
+      average,
+      label
+    FROM errors_rows_per_label AS label_values
+  ), errors_rows__grid AS (
+    SELECT
+      s.segment,
+      k.metric,
+      k.average,
+      k.label,
+      v.value,
+      v.support
+    FROM errors_rows__segments AS s
+    CROSS JOIN errors_rows__row_keys AS k
+    LEFT JOIN errors_rows_per_label AS v
+      ON v.segment IS NOT DISTINCT FROM s.segment
+      AND v.metric = k.metric
+      AND v.average IS NOT DISTINCT FROM k.average
+      AND v.label IS NOT DISTINCT FROM k.label
+  ), errors_rows__per_label AS (
+    SELECT
+      segment,
+      metric,
+      value,
+      CAST(support AS DOUBLE PRECISION) / NULLIF(MAX(support) OVER (PARTITION BY segment, metric), 0) AS share,
+      MAX(ABS(value)) OVER (PARTITION BY segment, metric) AS scale
+    FROM errors_rows__grid AS grid
+    WHERE
+      average IS NULL AND NOT label IS NULL
+  )
+  SELECT
+    segment,
+    metric,
+    average,
+    label,
+    value
+  FROM errors_rows__grid AS grid
+  UNION ALL
+  SELECT
+    segment,
+    metric,
+    'macro',
+    NULL,
+    AVG(value)
+  FROM errors_rows__per_label AS per_label
+  GROUP BY
+    segment,
+    metric
+  UNION ALL
+  SELECT
+    segment,
+    metric,
+    'weighted',
+    NULL,
+    COALESCE(
+      CAST(SUM(value * share) AS DOUBLE PRECISION) / NULLIF(SUM(share) FILTER(WHERE
+        NOT value IS NULL), 0),
+      AVG(value)
+    )
+  FROM errors_rows__per_label AS per_label
+  GROUP BY
+    segment,
+    metric
+  UNION ALL
+  SELECT
+    segment,
+    metric,
+    'macro_std',
+    NULL,
+    COALESCE(
+      STDDEV_POP(CAST(value AS DOUBLE PRECISION) / NULLIF(scale, 0)) * MAX(scale),
+      STDDEV_POP(value)
+    )
+  FROM errors_rows__per_label AS per_label
+  GROUP BY
+    segment,
+    metric
+)
+SELECT
+  *
+FROM (
+  SELECT
+    segment AS "mleval_segment",
+    metric,
+    average,
+    label AS label,
+    value
+  FROM errors_rows
+  WHERE
+    (
+      metric = 'mse' AND average IS NULL
+    )
+    OR (
+      metric = 'mse' AND average = 'macro'
+    )
+    OR (
+      metric = 'rmse' AND average IS NULL
+    )
+    OR (
+      metric = 'rmse' AND average = 'macro'
+    )
+    OR (
+      metric = 'mae' AND average IS NULL
+    )
+    OR (
+      metric = 'mae' AND average = 'macro'
+    )
+    OR (
+      metric = 'mape' AND average IS NULL
+    )
+    OR (
+      metric = 'mape' AND average = 'macro'
+    )
+    OR (
+      metric = 'max_error' AND average IS NULL
+    )
+    OR (
+      metric = 'max_error' AND average = 'macro'
+    )
+) AS metric_rows
+{% endraw %}{% endset %}
+{% do t.update({"regression/errors": {'sql': sql_20, 'optional': [], 'null_label': false}}) %}
+{% set sql_21 %}{% raw %}
+WITH predictions AS NOT MATERIALIZED (
+  SELECT
+    "mleval_sample" AS sample,
+    "mleval_label" AS label,
+    CAST("mleval_score" AS DOUBLE PRECISION) AS score,
+    CASE CAST("mleval_truth" AS VARCHAR)
+      WHEN 'true'
+      THEN 1.0
+      WHEN 'false'
+      THEN 0.0
+      ELSE CAST(CAST("mleval_truth" AS VARCHAR) AS DOUBLE PRECISION)
+    END AS truth,
+    CAST("mleval_weight" AS DOUBLE PRECISION) AS weight,
+    "mleval_segment" AS segment
+  FROM mleval_input
 ), regression_sums AS (
   /* regression_sums: weighted error sums of each output (label) of each segment, for regression: */
   /* `score` is the prediction and `truth` the target. */
@@ -7665,13 +7962,13 @@ WITH predictions AS NOT MATERIALIZED (
     constant_truth
 ), regression_rows AS (
   /* regression_metrics: the regression metrics of each output (label) from its sums, and their */
-  /* averages. */
-  /* Reads:  regression_sums(segment, label, weight, sse, sae, sape, sst, sde, max_error, ssle, */
-  /*         pinball, poisson, gamma, tweedie, tweedie_of_mean) */
+  /* averages (mse, rmse, mae, mape and max_error: regression_errors.sql, one pass of their own */
+  /* sums, or regression_sum_errors.sql off these). */
+  /* Reads:  regression_sums(segment, label, weight, sse, sst, sde, ssle, pinball, poisson, gamma, */
+  /*         tweedie, tweedie_of_mean) */
   /* Gives:  segment, metric, average, label, value */
-  /*   per output (label, average NULL): mse = sse / weight, rmse = sqrt(mse), mae = sae / weight, */
-  /*   mape = sape / weight (a share, not a percentage, as scikit-learn), r2 = 1 - sse / sst, */
-  /*   explained_variance = 1 - sde / sst, max_error, mean_squared_log_error = ssle / weight and */
+  /*   per output (label, average NULL): r2 = 1 - sse / sst, */
+  /*   explained_variance = 1 - sde / sst, mean_squared_log_error = ssle / weight and */
   /*   its root, mean_pinball_loss = pinball / weight, the mean Poisson, gamma and Tweedie */
   /*   deviances, d2_tweedie = 1 - tweedie / tweedie_of_mean. */
   /*   A segment whose weights sum to 0: NULL. A label of the input that a segment lacks: NULL. */
@@ -7680,7 +7977,7 @@ WITH predictions AS NOT MATERIALIZED (
   /*   are undefined: NULL, where scikit-learn's default force_finite=True gives 1.0 (perfect */
   /*   predictions) or 0.0. */
   /*   macro: mean over the outputs with a value (scikit-learn's multioutput='uniform_average' */
-  /*   when every output has one; rmse: the mean of per-output RMSE, as scikit-learn). */
+  /*   when every output has one; root_mean_squared_log_error: the mean of per-output roots). */
   /*   variance_weighted (r2, explained_variance): outputs weighted by their sst, i.e. */
   /*   1 - sum(numerator) / sum(sst) over outputs with a defined value; NULL when none has one. */
   WITH regression_rows__grid AS (
@@ -7689,11 +7986,8 @@ WITH predictions AS NOT MATERIALIZED (
       labels.label,
       s.weight,
       s.sse,
-      s.sae,
-      s.sape,
       s.sst,
       s.sde,
-      s.max_error,
       s.ssle,
       s.pinball,
       s.poisson,
@@ -7719,10 +8013,6 @@ WITH predictions AS NOT MATERIALIZED (
       sse,
       sde,
       sst,
-      CAST(sse AS DOUBLE PRECISION) / NULLIF(weight, 0) AS mse,
-      SQRT(CAST(sse AS DOUBLE PRECISION) / NULLIF(weight, 0)) AS rmse,
-      CAST(sae AS DOUBLE PRECISION) / NULLIF(weight, 0) AS mae,
-      CAST(sape AS DOUBLE PRECISION) / NULLIF(weight, 0) AS mape,
       CASE
         WHEN weight > 0 AND sst > 0
         THEN 1 - CAST(sse AS DOUBLE PRECISION) / NULLIF(sst, 0)
@@ -7731,7 +8021,6 @@ WITH predictions AS NOT MATERIALIZED (
         WHEN weight > 0 AND sst > 0
         THEN 1 - CAST(sde AS DOUBLE PRECISION) / NULLIF(sst, 0)
       END AS explained_variance,
-      max_error,
       CAST(ssle AS DOUBLE PRECISION) / NULLIF(weight, 0) AS mean_squared_log_error,
       SQRT(CAST(ssle AS DOUBLE PRECISION) / NULLIF(weight, 0)) AS root_mean_squared_log_error,
       CAST(pinball AS DOUBLE PRECISION) / NULLIF(weight, 0) AS mean_pinball_loss,
@@ -7748,20 +8037,10 @@ WITH predictions AS NOT MATERIALIZED (
       scores.*,
       unpivoted.metric,
       CASE unpivoted.metric
-        WHEN 'mse'
-        THEN scores.mse
-        WHEN 'rmse'
-        THEN scores.rmse
-        WHEN 'mae'
-        THEN scores.mae
-        WHEN 'mape'
-        THEN scores.mape
         WHEN 'r2'
         THEN scores.r2
         WHEN 'explained_variance'
         THEN scores.explained_variance
-        WHEN 'max_error'
-        THEN scores.max_error
         WHEN 'mean_squared_log_error'
         THEN scores.mean_squared_log_error
         WHEN 'root_mean_squared_log_error'
@@ -7779,13 +8058,8 @@ WITH predictions AS NOT MATERIALIZED (
       END AS value
     FROM regression_rows__scores AS scores
     CROSS JOIN (VALUES
-      ('mse'),
-      ('rmse'),
-      ('mae'),
-      ('mape'),
       ('r2'),
       ('explained_variance'),
-      ('max_error'),
       ('mean_squared_log_error'),
       ('root_mean_squared_log_error'),
       ('mean_pinball_loss'),
@@ -7859,30 +8133,6 @@ FROM (
   FROM regression_rows
   WHERE
     (
-      metric = 'mse' AND average IS NULL
-    )
-    OR (
-      metric = 'mse' AND average = 'macro'
-    )
-    OR (
-      metric = 'rmse' AND average IS NULL
-    )
-    OR (
-      metric = 'rmse' AND average = 'macro'
-    )
-    OR (
-      metric = 'mae' AND average IS NULL
-    )
-    OR (
-      metric = 'mae' AND average = 'macro'
-    )
-    OR (
-      metric = 'mape' AND average IS NULL
-    )
-    OR (
-      metric = 'mape' AND average = 'macro'
-    )
-    OR (
       metric = 'r2' AND average IS NULL
     )
     OR (
@@ -7899,12 +8149,6 @@ FROM (
     )
     OR (
       metric = 'explained_variance' AND average = 'variance_weighted'
-    )
-    OR (
-      metric = 'max_error' AND average IS NULL
-    )
-    OR (
-      metric = 'max_error' AND average = 'macro'
     )
     OR (
       metric = 'mean_squared_log_error' AND average IS NULL
@@ -7950,8 +8194,212 @@ FROM (
     )
 ) AS metric_rows
 {% endraw %}{% endset %}
-{% do t.update({"regression/regression": {'sql': sql_20, 'optional': ["pinball_alpha", "power"], 'null_label': false}}) %}
-{% set sql_21 %}{% raw %}
+{% do t.update({"regression/regression": {'sql': sql_21, 'optional': ["pinball_alpha", "power"], 'null_label': false}}) %}
+{% set sql_22 %}{% raw %}
+WITH predictions AS NOT MATERIALIZED (
+  SELECT
+    "mleval_sample" AS sample,
+    "mleval_label" AS label,
+    CAST("mleval_score" AS DOUBLE PRECISION) AS score,
+    CASE CAST("mleval_truth" AS VARCHAR)
+      WHEN 'true'
+      THEN 1.0
+      WHEN 'false'
+      THEN 0.0
+      ELSE CAST(CAST("mleval_truth" AS VARCHAR) AS DOUBLE PRECISION)
+    END AS truth,
+    CAST("mleval_weight" AS DOUBLE PRECISION) AS weight,
+    "mleval_segment" AS segment
+  FROM mleval_input
+), median_rows_per_label AS (
+  /* regression_medians: the weighted median of each output's absolute errors, for regression */
+  /* (median_absolute_error): one sort of each output's rows by their error, nothing else. */
+  /* Reads:  predictions(sample, label, score, truth, weight, segment) */
+  /* Gives:  segment, metric, average, label, value, support  (label_averages.sql adds the grid of */
+  /*         labels and the macro average) */
+  /*   The median is scikit-learn's _weighted_percentile with average=True (numpy's */
+  /*   "averaged_inverted_cdf"; np.median with unit weights), as regression_quantiles.sql takes */
+  /*   it, read off the rows themselves: no grouping of tied values (a hash table of every */
+  /*   distinct error) before the sort. In error order, with the running weight `below` (through */
+  /*   the row) out of `total`, the first row whose `below` reaches total / 2 holds the median; */
+  /*   where its `below` equals total / 2 (within float64's eps of the total) the median is the */
+  /*   mean of its error and the next row's (a tied row's error is its own). The running weight, */
+  /*   the error and the next row's error all grow along the order, so that first row's three */
+  /*   are each the least over the rows whose `below` reaches total / 2: plain aggregates, no */
+  /*   second window and no join. As scikit-learn's running sum, a tie's weights are added a */
+  /*   row at a time. */
+  /*   A row of weight 0 takes no part: its error is NULL, first in the order, its `below` 0. */
+  /*   value: NULL where the output's weights sum to 0 in the segment. support: that sum. */
+  WITH median_rows_per_label__errors AS NOT MATERIALIZED (
+    SELECT
+      segment,
+      label,
+      weight,
+      CASE WHEN weight > 0 THEN ABS(score - CAST(truth AS DOUBLE PRECISION)) END AS e
+    FROM predictions
+  ), median_rows_per_label__cumulative AS (
+    SELECT
+      segment,
+      label,
+      e,
+      SUM(weight) OVER (
+        PARTITION BY segment, label
+        ORDER BY e NULLS FIRST
+        ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+      ) AS below, /* NULLS FIRST is every dialect's own ascending order or written as is (BigQuery's */ /* framed windows) */
+      SUM(weight) OVER (PARTITION BY segment, label) AS total,
+      LEAD(e) OVER (PARTITION BY segment, label ORDER BY e NULLS FIRST) AS next_value
+    FROM median_rows_per_label__errors AS errors
+  ), median_rows_per_label__reached AS (
+    SELECT
+      segment,
+      label,
+      MAX(total) AS total,
+      MIN(below) AS below,
+      MIN(e) AS value,
+      MIN(next_value) AS next_value
+    FROM median_rows_per_label__cumulative AS cumulative
+    WHERE
+      below >= 0.5 * total
+    GROUP BY
+      segment,
+      label
+  )
+  SELECT
+    segment,
+    'median_absolute_error' AS metric,
+    CAST(NULL AS TEXT) AS average,
+    label,
+    CASE
+      WHEN below - 0.5 * total > CAST(2.220446049250313e-16 AS DOUBLE PRECISION) * total
+      THEN value
+      ELSE CAST((
+        value + COALESCE(next_value, value)
+      ) AS DOUBLE PRECISION) / 2
+    END AS value,
+    total AS support
+  FROM median_rows_per_label__reached AS reached
+), median_rows AS (
+  /* label_averages: every label in every segment, and the averages over labels, from the rows of */
+  /* a final step that gives one row per label (decision_metrics, ranking_metrics, */
+  /* probability_metrics, calibration_metrics: the steps the registry marks `averaged`). */
+  /* Reads:  label_values(segment, metric, average, label, value, support)  (that step's rows) */
+  /* Gives:  segment, metric, average, label, value */
+  /*   A row with a label and average NULL is a label's value; its support is the label's */
+  /*   positive weight. The step's other rows (micro: label NULL; a one-row metric such as */
+  /*   hamming_loss: both NULL) are kept as they are. */
+  /*   Every (metric, average, label) that a segment has, every segment has: a label of the input */
+  /*   that a segment lacks gets NULL values. */
+  /*   macro: mean over labels; weighted: mean weighted by support, falling back to macro when */
+  /*   no label with a value has support; macro_std: population standard deviation over labels. */
+  /*   Averages skip NULL values (scikit-learn's zero_division=np.nan). Supports enter as shares */
+  /*   of the largest, so that a value times a support cannot overflow, and values as shares of */
+  /*   the largest for their spread (a squared count under- or overflows at weights of 1e±300). */
+  WITH median_rows__segments AS (
+    SELECT DISTINCT
+      segment
+    FROM median_rows_per_label AS label_values
+  ), median_rows__row_keys AS (
+    SELECT DISTINCT
+      metric,
+      average,
+      label
+    FROM median_rows_per_label AS label_values
+  ), median_rows__grid AS (
+    SELECT
+      s.segment,
+      k.metric,
+      k.average,
+      k.label,
+      v.value,
+      v.support
+    FROM median_rows__segments AS s
+    CROSS JOIN median_rows__row_keys AS k
+    LEFT JOIN median_rows_per_label AS v
+      ON v.segment IS NOT DISTINCT FROM s.segment
+      AND v.metric = k.metric
+      AND v.average IS NOT DISTINCT FROM k.average
+      AND v.label IS NOT DISTINCT FROM k.label
+  ), median_rows__per_label AS (
+    SELECT
+      segment,
+      metric,
+      value,
+      CAST(support AS DOUBLE PRECISION) / NULLIF(MAX(support) OVER (PARTITION BY segment, metric), 0) AS share,
+      MAX(ABS(value)) OVER (PARTITION BY segment, metric) AS scale
+    FROM median_rows__grid AS grid
+    WHERE
+      average IS NULL AND NOT label IS NULL
+  )
+  SELECT
+    segment,
+    metric,
+    average,
+    label,
+    value
+  FROM median_rows__grid AS grid
+  UNION ALL
+  SELECT
+    segment,
+    metric,
+    'macro',
+    NULL,
+    AVG(value)
+  FROM median_rows__per_label AS per_label
+  GROUP BY
+    segment,
+    metric
+  UNION ALL
+  SELECT
+    segment,
+    metric,
+    'weighted',
+    NULL,
+    COALESCE(
+      CAST(SUM(value * share) AS DOUBLE PRECISION) / NULLIF(SUM(share) FILTER(WHERE
+        NOT value IS NULL), 0),
+      AVG(value)
+    )
+  FROM median_rows__per_label AS per_label
+  GROUP BY
+    segment,
+    metric
+  UNION ALL
+  SELECT
+    segment,
+    metric,
+    'macro_std',
+    NULL,
+    COALESCE(
+      STDDEV_POP(CAST(value AS DOUBLE PRECISION) / NULLIF(scale, 0)) * MAX(scale),
+      STDDEV_POP(value)
+    )
+  FROM median_rows__per_label AS per_label
+  GROUP BY
+    segment,
+    metric
+)
+SELECT
+  *
+FROM (
+  SELECT
+    segment AS "mleval_segment",
+    metric,
+    average,
+    label AS label,
+    value
+  FROM median_rows
+  WHERE
+    (
+      metric = 'median_absolute_error' AND average IS NULL
+    )
+    OR (
+      metric = 'median_absolute_error' AND average = 'macro'
+    )
+) AS metric_rows
+{% endraw %}{% endset %}
+{% do t.update({"regression/median": {'sql': sql_22, 'optional': [], 'null_label': false}}) %}
+{% set sql_23 %}{% raw %}
 WITH predictions AS NOT MATERIALIZED (
   SELECT
     "mleval_sample" AS sample,
@@ -8428,12 +8876,13 @@ WITH predictions AS NOT MATERIALIZED (
     q.segment,
     q.label
 ), quantiles_rows AS (
-  /* quantile_metrics: median_absolute_error, d2_absolute_error and d2_pinball of each output */
-  /* (label), and their macro average. */
+  /* quantile_metrics: d2_absolute_error and d2_pinball of each output (label), and their macro */
+  /* average (median_absolute_error: regression_medians.sql, or regression_quantile_medians.sql */
+  /* off the same quantiles). */
   /* Reads:  regression_sums(segment, label, weight, sae, sst, pinball), */
-  /*         regression_quantiles(segment, label, median_error, median_loss, quantile_loss) */
+  /*         regression_quantiles(segment, label, median_loss, quantile_loss) */
   /* Gives:  segment, metric, average, label, value */
-  /*   median_absolute_error = median_error; d2_absolute_error = 1 - sae / median_loss; */
+  /*   d2_absolute_error = 1 - sae / median_loss; */
   /*   d2_pinball = 1 - pinball / quantile_loss (the pinball loss at pinball_alpha of the predictions */
   /*   over that of the truth's weighted pinball_alpha quantile, scikit-learn's d2_pinball_score). */
   /*   A segment whose weights sum to 0, or a label it lacks: NULL. D² where the truth is */
@@ -8449,7 +8898,6 @@ WITH predictions AS NOT MATERIALIZED (
       s.sae,
       s.sst,
       s.pinball,
-      q.median_error,
       q.median_loss,
       q.quantile_loss
     FROM (
@@ -8470,7 +8918,6 @@ WITH predictions AS NOT MATERIALIZED (
     SELECT
       segment,
       label,
-      CASE WHEN weight > 0 THEN median_error END AS median_absolute_error,
       CASE
         WHEN weight > 0 AND sst > 0
         THEN 1 - CAST(sae AS DOUBLE PRECISION) / NULLIF(median_loss, 0)
@@ -8485,8 +8932,6 @@ WITH predictions AS NOT MATERIALIZED (
       scores.*,
       unpivoted.metric,
       CASE unpivoted.metric
-        WHEN 'median_absolute_error'
-        THEN scores.median_absolute_error
         WHEN 'd2_absolute_error'
         THEN scores.d2_absolute_error
         WHEN 'd2_pinball'
@@ -8494,7 +8939,6 @@ WITH predictions AS NOT MATERIALIZED (
       END AS value
     FROM quantiles_rows__scores AS scores
     CROSS JOIN (VALUES
-      ('median_absolute_error'),
       ('d2_absolute_error'),
       ('d2_pinball')) AS unpivoted(metric)
   )
@@ -8534,12 +8978,6 @@ FROM (
   FROM quantiles_rows
   WHERE
     (
-      metric = 'median_absolute_error' AND average IS NULL
-    )
-    OR (
-      metric = 'median_absolute_error' AND average = 'macro'
-    )
-    OR (
       metric = 'd2_absolute_error' AND average IS NULL
     )
     OR (
@@ -8553,6 +8991,6 @@ FROM (
     )
 ) AS metric_rows
 {% endraw %}{% endset %}
-{% do t.update({"regression/quantiles": {'sql': sql_21, 'optional': ["pinball_alpha"], 'null_label': false}}) %}
+{% do t.update({"regression/quantiles": {'sql': sql_23, 'optional': ["pinball_alpha"], 'null_label': false}}) %}
 {{ return(t) }}
 {% endmacro %}

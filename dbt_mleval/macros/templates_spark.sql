@@ -578,7 +578,31 @@ FROM (
       metric = 'positive_likelihood_ratio' AND average IS NULL
     )
     OR (
+      metric = 'positive_likelihood_ratio' AND average = 'macro'
+    )
+    OR (
+      metric = 'positive_likelihood_ratio' AND average = 'macro_std'
+    )
+    OR (
+      metric = 'positive_likelihood_ratio' AND average = 'micro'
+    )
+    OR (
+      metric = 'positive_likelihood_ratio' AND average = 'weighted'
+    )
+    OR (
       metric = 'negative_likelihood_ratio' AND average IS NULL
+    )
+    OR (
+      metric = 'negative_likelihood_ratio' AND average = 'macro'
+    )
+    OR (
+      metric = 'negative_likelihood_ratio' AND average = 'macro_std'
+    )
+    OR (
+      metric = 'negative_likelihood_ratio' AND average = 'micro'
+    )
+    OR (
+      metric = 'negative_likelihood_ratio' AND average = 'weighted'
     )
     OR (
       metric = 'mcc' AND average IS NULL
@@ -656,8 +680,8 @@ WITH predictions AS (
     END AS n,
     CASE WHEN FALSE THEN RANK() OVER higher - 1 END AS rows_above,
     CASE WHEN FALSE THEN COUNT(*) OVER higher END AS rows_upto,
-    CASE WHEN FALSE AND TRUE THEN RANK() OVER own_higher - 1 END AS own_above,
-    CASE WHEN FALSE AND TRUE THEN COUNT(*) OVER own_higher END AS own_upto,
+    CASE WHEN FALSE AND TRUE THEN COUNT(CASE WHEN truth THEN 1 END) OVER higher END AS pos_upto,
+    CASE WHEN FALSE AND NULL < 1 THEN RANK() OVER own_higher - 1 END AS own_above,
     CASE
       WHEN NOT FALSE
       THEN SUM(CASE WHEN truth THEN weight ELSE 0.0 END) OVER higher
@@ -693,8 +717,8 @@ WITH predictions AS (
     END,
     CASE WHEN FALSE THEN RANK() OVER higher - 1 END,
     CASE WHEN FALSE THEN COUNT(*) OVER higher END,
-    CASE WHEN FALSE AND TRUE THEN RANK() OVER own_higher - 1 END,
-    CASE WHEN FALSE AND TRUE THEN COUNT(*) OVER own_higher END,
+    CASE WHEN FALSE AND TRUE THEN COUNT(CASE WHEN truth THEN 1 END) OVER higher END,
+    CASE WHEN FALSE AND NULL < 1 THEN RANK() OVER own_higher - 1 END,
     CASE
       WHEN NOT FALSE
       THEN SUM(CASE WHEN truth THEN weight ELSE 0.0 END) OVER higher
@@ -717,7 +741,7 @@ WITH predictions AS (
   WINDOW curve AS (PARTITION BY segment), higher AS (PARTITION BY segment ORDER BY score DESC), tied AS (PARTITION BY segment ORDER BY score DESC RANGE BETWEEN CURRENT ROW AND CURRENT ROW), own_higher AS (PARTITION BY segment, truth ORDER BY score DESC)
 ), ranking_rows_per_label__counted AS (
   /* tp, fp at the row's score, tp0, fp0 above it (every weight 1 without $class_counts: */
-  /* NULL, and only rows_above / rows_upto) */
+  /* NULL, and only rows_above / rows_upto; tp0, fp0 only for a partial AUC) */
   SELECT
     segment,
     average,
@@ -729,8 +753,8 @@ WITH predictions AS (
     rows_upto,
     CASE WHEN truth THEN weight ELSE 0.0 END AS pos,
     CASE WHEN truth THEN 0.0 ELSE weight END AS neg,
-    CASE WHEN NOT FALSE THEN tp_sum WHEN truth THEN own_upto ELSE rows_upto - own_upto END AS tp,
-    CASE WHEN NOT FALSE THEN fp_sum WHEN truth THEN rows_upto - own_upto ELSE own_upto END AS fp,
+    CASE WHEN NOT FALSE THEN tp_sum ELSE pos_upto END AS tp,
+    CASE WHEN NOT FALSE THEN fp_sum ELSE rows_upto - pos_upto END AS fp,
     CASE
       WHEN NOT FALSE
       THEN tp_sum - block_pos
@@ -2417,7 +2441,31 @@ FROM (
       metric = 'positive_likelihood_ratio' AND average IS NULL
     )
     OR (
+      metric = 'positive_likelihood_ratio' AND average = 'macro'
+    )
+    OR (
+      metric = 'positive_likelihood_ratio' AND average = 'macro_std'
+    )
+    OR (
+      metric = 'positive_likelihood_ratio' AND average = 'micro'
+    )
+    OR (
+      metric = 'positive_likelihood_ratio' AND average = 'weighted'
+    )
+    OR (
       metric = 'negative_likelihood_ratio' AND average IS NULL
+    )
+    OR (
+      metric = 'negative_likelihood_ratio' AND average = 'macro'
+    )
+    OR (
+      metric = 'negative_likelihood_ratio' AND average = 'macro_std'
+    )
+    OR (
+      metric = 'negative_likelihood_ratio' AND average = 'micro'
+    )
+    OR (
+      metric = 'negative_likelihood_ratio' AND average = 'weighted'
     )
     OR (
       metric = 'mcc' AND average IS NULL
@@ -2495,8 +2543,8 @@ WITH predictions AS (
     END AS n,
     CASE WHEN FALSE THEN RANK() OVER higher - 1 END AS rows_above,
     CASE WHEN FALSE THEN COUNT(*) OVER higher END AS rows_upto,
-    CASE WHEN FALSE AND TRUE THEN RANK() OVER own_higher - 1 END AS own_above,
-    CASE WHEN FALSE AND TRUE THEN COUNT(*) OVER own_higher END AS own_upto,
+    CASE WHEN FALSE AND TRUE THEN COUNT(CASE WHEN truth THEN 1 END) OVER higher END AS pos_upto,
+    CASE WHEN FALSE AND NULL < 1 THEN RANK() OVER own_higher - 1 END AS own_above,
     CASE
       WHEN NOT FALSE
       THEN SUM(CASE WHEN truth THEN weight ELSE 0.0 END) OVER higher
@@ -2536,8 +2584,8 @@ WITH predictions AS (
     END,
     CASE WHEN FALSE THEN RANK() OVER higher - 1 END,
     CASE WHEN FALSE THEN COUNT(*) OVER higher END,
-    CASE WHEN FALSE AND TRUE THEN RANK() OVER own_higher - 1 END,
-    CASE WHEN FALSE AND TRUE THEN COUNT(*) OVER own_higher END,
+    CASE WHEN FALSE AND TRUE THEN COUNT(CASE WHEN truth THEN 1 END) OVER higher END,
+    CASE WHEN FALSE AND NULL < 1 THEN RANK() OVER own_higher - 1 END,
     CASE
       WHEN NOT FALSE
       THEN SUM(CASE WHEN truth THEN weight ELSE 0.0 END) OVER higher
@@ -2560,7 +2608,7 @@ WITH predictions AS (
   WINDOW curve AS (PARTITION BY segment), higher AS (PARTITION BY segment ORDER BY score DESC), tied AS (PARTITION BY segment ORDER BY score DESC RANGE BETWEEN CURRENT ROW AND CURRENT ROW), own_higher AS (PARTITION BY segment, truth ORDER BY score DESC)
 ), ranking_rows_per_label__counted AS (
   /* tp, fp at the row's score, tp0, fp0 above it (every weight 1 without $class_counts: */
-  /* NULL, and only rows_above / rows_upto) */
+  /* NULL, and only rows_above / rows_upto; tp0, fp0 only for a partial AUC) */
   SELECT
     segment,
     average,
@@ -2572,8 +2620,8 @@ WITH predictions AS (
     rows_upto,
     CASE WHEN truth THEN weight ELSE 0.0 END AS pos,
     CASE WHEN truth THEN 0.0 ELSE weight END AS neg,
-    CASE WHEN NOT FALSE THEN tp_sum WHEN truth THEN own_upto ELSE rows_upto - own_upto END AS tp,
-    CASE WHEN NOT FALSE THEN fp_sum WHEN truth THEN rows_upto - own_upto ELSE own_upto END AS fp,
+    CASE WHEN NOT FALSE THEN tp_sum ELSE pos_upto END AS tp,
+    CASE WHEN NOT FALSE THEN fp_sum ELSE rows_upto - pos_upto END AS fp,
     CASE
       WHEN NOT FALSE
       THEN tp_sum - block_pos
@@ -5059,30 +5107,33 @@ WITH predictions AS (
     gained * LN(CAST(CAST(2.0 AS DOUBLE) AS DOUBLE)) AS dcg,
     CASE WHEN ideal = 0 THEN 0.0 ELSE gained / NULLIF(ideal, 0) END AS ndcg
   FROM sample_gains__per_sample AS per_sample
+), graded_rows__gains AS (
+  SELECT
+    segment,
+    weight,
+    dcg,
+    ndcg
+  FROM sample_gains
+), graded_rows__long AS (
+  SELECT
+    gains.*,
+    unpivoted.metric,
+    CASE unpivoted.metric WHEN 'dcg' THEN gains.dcg WHEN 'ndcg' THEN gains.ndcg END AS value
+  FROM graded_rows__gains AS gains
+  CROSS JOIN VALUES
+    ('dcg'),
+    ('ndcg') AS unpivoted(metric)
 ), graded_rows AS (
-  /* gain_metrics: DCG and NDCG averaged over samples, weighted by sample weight (scikit-learn's */
-  /* sample_weight); NULL where the weights sum to 0. */
-  /* Reads:  sample_gains(segment, sample, weight, dcg, ndcg)  (sample_gains.sql) */
-  /* Gives:  segment, metric, average, label, value  (one row per metric, average and label NULL) */
   SELECT
     segment,
-    'dcg' AS metric,
+    metric,
     CAST(NULL AS STRING) AS average,
-    CAST(NULL AS STRING) AS label,
-    SUM(dcg * weight) / NULLIF(SUM(weight), 0) AS value
-  FROM sample_gains
+    NULL AS label,
+    SUM(value * weight) / NULLIF(SUM(weight), 0) AS value
+  FROM graded_rows__long AS long
   GROUP BY
-    segment
-  UNION ALL
-  SELECT
     segment,
-    'ndcg',
-    CAST(NULL AS STRING),
-    CAST(NULL AS STRING),
-    SUM(ndcg * weight) / NULLIF(SUM(weight), 0)
-  FROM sample_gains
-  GROUP BY
-    segment
+    metric
 )
 SELECT
   *
@@ -5091,7 +5142,7 @@ FROM (
     segment AS `mleval_segment`,
     metric,
     average,
-    label AS label,
+    NULL AS label,
     CASE WHEN metric IN ('dcg', 'ndcg') THEN 2 ELSE CAST(NULL AS BIGINT) END AS k,
     CASE WHEN metric IN ('dcg') THEN CAST(2.0 AS DOUBLE) ELSE CAST(NULL AS DOUBLE) END AS log_base,
     value
@@ -5105,7 +5156,7 @@ FROM (
     )
 ) AS metric_rows
 {% endraw %}{% endset %}
-{% do t.update({"multiclass/graded": {'sql': sql_15, 'optional': ["k", "log_base"], 'null_label': false}}) %}
+{% do t.update({"multiclass/graded": {'sql': sql_15, 'optional': ["k", "log_base"], 'null_label': true}}) %}
 {% set sql_16 %}{% raw %}
 WITH predictions AS (
   SELECT
@@ -6050,7 +6101,7 @@ FROM (
 {% do t.update({"multilabel/ranking": {'sql': sql_6, 'optional': [], 'null_label': false}}) %}
 {% do t.update({"multilabel/operating": {'sql': sql_7, 'optional': ["min_recall", "min_precision", "operating_threshold"], 'null_label': false}}) %}
 {% do t.update({"multilabel/label_ranking": {'sql': sql_14, 'optional': ["k"], 'null_label': true}}) %}
-{% do t.update({"multilabel/graded": {'sql': sql_15, 'optional': ["k", "log_base"], 'null_label': false}}) %}
+{% do t.update({"multilabel/graded": {'sql': sql_15, 'optional': ["k", "log_base"], 'null_label': true}}) %}
 {% set sql_19 %}{% raw %}
 WITH predictions AS (
   SELECT
@@ -6365,6 +6416,212 @@ WITH predictions AS (
     CAST(`mleval_weight` AS DOUBLE) AS weight,
     `mleval_segment` AS segment
   FROM mleval_input
+), errors_rows_per_label__errors AS (
+  SELECT
+    segment,
+    label,
+    weight,
+    CAST(truth AS DOUBLE) AS y,
+    score - CAST(truth AS DOUBLE) AS error
+  FROM predictions
+), errors_rows_per_label__sums AS (
+  SELECT
+    segment,
+    label,
+    SUM(weight) AS weight,
+    SUM(weight * (
+      error * error
+    )) AS sse,
+    SUM(weight * ABS(error)) AS sae,
+    SUM(
+      weight * (
+        ABS(error) / NULLIF(GREATEST(ABS(y), CAST(2.220446049250313e-16 AS DOUBLE)), 0)
+      )
+    ) AS sape,
+    MAX(ABS(error)) FILTER(WHERE
+      weight > 0) AS max_error
+  FROM errors_rows_per_label__errors AS errors
+  GROUP BY
+    segment,
+    label
+), errors_rows_per_label__scores AS (
+  SELECT
+    segment,
+    label,
+    weight,
+    sse / NULLIF(weight, 0) AS mse,
+    SQRT(sse / NULLIF(weight, 0)) AS rmse,
+    sae / NULLIF(weight, 0) AS mae,
+    sape / NULLIF(weight, 0) AS mape,
+    max_error
+  FROM errors_rows_per_label__sums AS sums
+), errors_rows_per_label AS (
+  SELECT
+    segment,
+    unpivoted.metric,
+    CAST(NULL AS STRING) AS average,
+    label,
+    CASE unpivoted.metric
+      WHEN 'mse'
+      THEN scores.mse
+      WHEN 'rmse'
+      THEN scores.rmse
+      WHEN 'mae'
+      THEN scores.mae
+      WHEN 'mape'
+      THEN scores.mape
+      WHEN 'max_error'
+      THEN scores.max_error
+    END AS value,
+    weight AS support
+  FROM errors_rows_per_label__scores AS scores
+  CROSS JOIN VALUES
+    ('mse'),
+    ('rmse'),
+    ('mae'),
+    ('mape'),
+    ('max_error') AS unpivoted(metric)
+), errors_rows__segments AS (
+  SELECT DISTINCT
+    segment
+  FROM errors_rows_per_label AS label_values
+), errors_rows__row_keys AS (
+  SELECT DISTINCT
+    metric,
+    average,
+    label
+  FROM errors_rows_per_label AS label_values
+), errors_rows__grid AS (
+  SELECT
+    s.segment,
+    k.metric,
+    k.average,
+    k.label,
+    v.value,
+    v.support
+  FROM errors_rows__segments AS s
+  CROSS JOIN errors_rows__row_keys AS k
+  LEFT JOIN errors_rows_per_label AS v
+    ON v.segment IS NOT DISTINCT FROM s.segment
+    AND v.metric = k.metric
+    AND v.average IS NOT DISTINCT FROM k.average
+    AND v.label IS NOT DISTINCT FROM k.label
+), errors_rows__per_label AS (
+  SELECT
+    segment,
+    metric,
+    value,
+    support / NULLIF(MAX(support) OVER (PARTITION BY segment, metric), 0) AS share,
+    MAX(ABS(value)) OVER (PARTITION BY segment, metric) AS scale
+  FROM errors_rows__grid AS grid
+  WHERE
+    average IS NULL AND NOT label IS NULL
+), errors_rows AS (
+  SELECT
+    segment,
+    metric,
+    average,
+    label,
+    value
+  FROM errors_rows__grid AS grid
+  UNION ALL
+  SELECT
+    segment,
+    metric,
+    'macro',
+    NULL,
+    AVG(value)
+  FROM errors_rows__per_label AS per_label
+  GROUP BY
+    segment,
+    metric
+  UNION ALL
+  SELECT
+    segment,
+    metric,
+    'weighted',
+    NULL,
+    COALESCE(
+      SUM(value * share) / NULLIF(SUM(share) FILTER(WHERE
+        NOT value IS NULL), 0),
+      AVG(value)
+    )
+  FROM errors_rows__per_label AS per_label
+  GROUP BY
+    segment,
+    metric
+  UNION ALL
+  SELECT
+    segment,
+    metric,
+    'macro_std',
+    NULL,
+    COALESCE(STDDEV_POP(value / NULLIF(scale, 0)) * MAX(scale), STDDEV_POP(value))
+  FROM errors_rows__per_label AS per_label
+  GROUP BY
+    segment,
+    metric
+)
+SELECT
+  *
+FROM (
+  SELECT
+    segment AS `mleval_segment`,
+    metric,
+    average,
+    label AS label,
+    value
+  FROM errors_rows
+  WHERE
+    (
+      metric = 'mse' AND average IS NULL
+    )
+    OR (
+      metric = 'mse' AND average = 'macro'
+    )
+    OR (
+      metric = 'rmse' AND average IS NULL
+    )
+    OR (
+      metric = 'rmse' AND average = 'macro'
+    )
+    OR (
+      metric = 'mae' AND average IS NULL
+    )
+    OR (
+      metric = 'mae' AND average = 'macro'
+    )
+    OR (
+      metric = 'mape' AND average IS NULL
+    )
+    OR (
+      metric = 'mape' AND average = 'macro'
+    )
+    OR (
+      metric = 'max_error' AND average IS NULL
+    )
+    OR (
+      metric = 'max_error' AND average = 'macro'
+    )
+) AS metric_rows
+{% endraw %}{% endset %}
+{% do t.update({"regression/errors": {'sql': sql_20, 'optional': [], 'null_label': false}}) %}
+{% set sql_21 %}{% raw %}
+WITH predictions AS (
+  SELECT
+    `mleval_sample` AS sample,
+    `mleval_label` AS label,
+    CAST(`mleval_score` AS DOUBLE) AS score,
+    CASE CAST(`mleval_truth` AS STRING)
+      WHEN 'true'
+      THEN 1.0
+      WHEN 'false'
+      THEN 0.0
+      ELSE CAST(CAST(`mleval_truth` AS STRING) AS DOUBLE)
+    END AS truth,
+    CAST(`mleval_weight` AS DOUBLE) AS weight,
+    `mleval_segment` AS segment
+  FROM mleval_input
 ), regression_sums__origins AS (
   /* every truth is first shifted by one of its output's own truths (the smallest), so that a */
   /* large common offset (1e12 + noise) cancels exactly before anything is summed */
@@ -6642,11 +6899,8 @@ WITH predictions AS (
     labels.label,
     s.weight,
     s.sse,
-    s.sae,
-    s.sape,
     s.sst,
     s.sde,
-    s.max_error,
     s.ssle,
     s.pinball,
     s.poisson,
@@ -6672,13 +6926,8 @@ WITH predictions AS (
     sse,
     sde,
     sst,
-    sse / NULLIF(weight, 0) AS mse,
-    SQRT(sse / NULLIF(weight, 0)) AS rmse,
-    sae / NULLIF(weight, 0) AS mae,
-    sape / NULLIF(weight, 0) AS mape,
     CASE WHEN weight > 0 AND sst > 0 THEN 1 - sse / NULLIF(sst, 0) END AS r2,
     CASE WHEN weight > 0 AND sst > 0 THEN 1 - sde / NULLIF(sst, 0) END AS explained_variance,
-    max_error,
     ssle / NULLIF(weight, 0) AS mean_squared_log_error,
     SQRT(ssle / NULLIF(weight, 0)) AS root_mean_squared_log_error,
     pinball / NULLIF(weight, 0) AS mean_pinball_loss,
@@ -6692,20 +6941,10 @@ WITH predictions AS (
     scores.*,
     unpivoted.metric,
     CASE unpivoted.metric
-      WHEN 'mse'
-      THEN scores.mse
-      WHEN 'rmse'
-      THEN scores.rmse
-      WHEN 'mae'
-      THEN scores.mae
-      WHEN 'mape'
-      THEN scores.mape
       WHEN 'r2'
       THEN scores.r2
       WHEN 'explained_variance'
       THEN scores.explained_variance
-      WHEN 'max_error'
-      THEN scores.max_error
       WHEN 'mean_squared_log_error'
       THEN scores.mean_squared_log_error
       WHEN 'root_mean_squared_log_error'
@@ -6723,13 +6962,8 @@ WITH predictions AS (
     END AS value
   FROM regression_rows__scores AS scores
   CROSS JOIN VALUES
-    ('mse'),
-    ('rmse'),
-    ('mae'),
-    ('mape'),
     ('r2'),
     ('explained_variance'),
-    ('max_error'),
     ('mean_squared_log_error'),
     ('root_mean_squared_log_error'),
     ('mean_pinball_loss'),
@@ -6803,30 +7037,6 @@ FROM (
   FROM regression_rows
   WHERE
     (
-      metric = 'mse' AND average IS NULL
-    )
-    OR (
-      metric = 'mse' AND average = 'macro'
-    )
-    OR (
-      metric = 'rmse' AND average IS NULL
-    )
-    OR (
-      metric = 'rmse' AND average = 'macro'
-    )
-    OR (
-      metric = 'mae' AND average IS NULL
-    )
-    OR (
-      metric = 'mae' AND average = 'macro'
-    )
-    OR (
-      metric = 'mape' AND average IS NULL
-    )
-    OR (
-      metric = 'mape' AND average = 'macro'
-    )
-    OR (
       metric = 'r2' AND average IS NULL
     )
     OR (
@@ -6843,12 +7053,6 @@ FROM (
     )
     OR (
       metric = 'explained_variance' AND average = 'variance_weighted'
-    )
-    OR (
-      metric = 'max_error' AND average IS NULL
-    )
-    OR (
-      metric = 'max_error' AND average = 'macro'
     )
     OR (
       metric = 'mean_squared_log_error' AND average IS NULL
@@ -6894,8 +7098,174 @@ FROM (
     )
 ) AS metric_rows
 {% endraw %}{% endset %}
-{% do t.update({"regression/regression": {'sql': sql_20, 'optional': ["pinball_alpha", "power"], 'null_label': false}}) %}
-{% set sql_21 %}{% raw %}
+{% do t.update({"regression/regression": {'sql': sql_21, 'optional': ["pinball_alpha", "power"], 'null_label': false}}) %}
+{% set sql_22 %}{% raw %}
+WITH predictions AS (
+  SELECT
+    `mleval_sample` AS sample,
+    `mleval_label` AS label,
+    CAST(`mleval_score` AS DOUBLE) AS score,
+    CASE CAST(`mleval_truth` AS STRING)
+      WHEN 'true'
+      THEN 1.0
+      WHEN 'false'
+      THEN 0.0
+      ELSE CAST(CAST(`mleval_truth` AS STRING) AS DOUBLE)
+    END AS truth,
+    CAST(`mleval_weight` AS DOUBLE) AS weight,
+    `mleval_segment` AS segment
+  FROM mleval_input
+), median_rows_per_label__errors AS (
+  SELECT
+    segment,
+    label,
+    weight,
+    CASE WHEN weight > 0 THEN ABS(score - CAST(truth AS DOUBLE)) END AS e
+  FROM predictions
+), median_rows_per_label__cumulative AS (
+  SELECT
+    segment,
+    label,
+    e,
+    SUM(weight) OVER (
+      PARTITION BY segment, label
+      ORDER BY e
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS below, /* NULLS FIRST is every dialect's own ascending order or written as is (BigQuery's */ /* framed windows) */
+    SUM(weight) OVER (PARTITION BY segment, label) AS total,
+    LEAD(e) OVER (PARTITION BY segment, label ORDER BY e) AS next_value
+  FROM median_rows_per_label__errors AS errors
+), median_rows_per_label__reached AS (
+  SELECT
+    segment,
+    label,
+    MAX(total) AS total,
+    MIN(below) AS below,
+    MIN(e) AS value,
+    MIN(next_value) AS next_value
+  FROM median_rows_per_label__cumulative AS cumulative
+  WHERE
+    below >= 0.5 * total
+  GROUP BY
+    segment,
+    label
+), median_rows_per_label AS (
+  SELECT
+    segment,
+    'median_absolute_error' AS metric,
+    CAST(NULL AS STRING) AS average,
+    label,
+    CASE
+      WHEN below - 0.5 * total > CAST(2.220446049250313e-16 AS DOUBLE) * total
+      THEN value
+      ELSE (
+        value + COALESCE(next_value, value)
+      ) / 2
+    END AS value,
+    total AS support
+  FROM median_rows_per_label__reached AS reached
+), median_rows__segments AS (
+  SELECT DISTINCT
+    segment
+  FROM median_rows_per_label AS label_values
+), median_rows__row_keys AS (
+  SELECT DISTINCT
+    metric,
+    average,
+    label
+  FROM median_rows_per_label AS label_values
+), median_rows__grid AS (
+  SELECT
+    s.segment,
+    k.metric,
+    k.average,
+    k.label,
+    v.value,
+    v.support
+  FROM median_rows__segments AS s
+  CROSS JOIN median_rows__row_keys AS k
+  LEFT JOIN median_rows_per_label AS v
+    ON v.segment IS NOT DISTINCT FROM s.segment
+    AND v.metric = k.metric
+    AND v.average IS NOT DISTINCT FROM k.average
+    AND v.label IS NOT DISTINCT FROM k.label
+), median_rows__per_label AS (
+  SELECT
+    segment,
+    metric,
+    value,
+    support / NULLIF(MAX(support) OVER (PARTITION BY segment, metric), 0) AS share,
+    MAX(ABS(value)) OVER (PARTITION BY segment, metric) AS scale
+  FROM median_rows__grid AS grid
+  WHERE
+    average IS NULL AND NOT label IS NULL
+), median_rows AS (
+  SELECT
+    segment,
+    metric,
+    average,
+    label,
+    value
+  FROM median_rows__grid AS grid
+  UNION ALL
+  SELECT
+    segment,
+    metric,
+    'macro',
+    NULL,
+    AVG(value)
+  FROM median_rows__per_label AS per_label
+  GROUP BY
+    segment,
+    metric
+  UNION ALL
+  SELECT
+    segment,
+    metric,
+    'weighted',
+    NULL,
+    COALESCE(
+      SUM(value * share) / NULLIF(SUM(share) FILTER(WHERE
+        NOT value IS NULL), 0),
+      AVG(value)
+    )
+  FROM median_rows__per_label AS per_label
+  GROUP BY
+    segment,
+    metric
+  UNION ALL
+  SELECT
+    segment,
+    metric,
+    'macro_std',
+    NULL,
+    COALESCE(STDDEV_POP(value / NULLIF(scale, 0)) * MAX(scale), STDDEV_POP(value))
+  FROM median_rows__per_label AS per_label
+  GROUP BY
+    segment,
+    metric
+)
+SELECT
+  *
+FROM (
+  SELECT
+    segment AS `mleval_segment`,
+    metric,
+    average,
+    label AS label,
+    value
+  FROM median_rows
+  WHERE
+    (
+      metric = 'median_absolute_error' AND average IS NULL
+    )
+    OR (
+      metric = 'median_absolute_error' AND average = 'macro'
+    )
+) AS metric_rows
+{% endraw %}{% endset %}
+{% do t.update({"regression/median": {'sql': sql_22, 'optional': [], 'null_label': false}}) %}
+{% set sql_23 %}{% raw %}
 WITH predictions AS (
   SELECT
     `mleval_sample` AS sample,
@@ -7320,7 +7690,6 @@ WITH predictions AS (
     s.sae,
     s.sst,
     s.pinball,
-    q.median_error,
     q.median_loss,
     q.quantile_loss
   FROM (
@@ -7341,7 +7710,6 @@ WITH predictions AS (
   SELECT
     segment,
     label,
-    CASE WHEN weight > 0 THEN median_error END AS median_absolute_error,
     CASE WHEN weight > 0 AND sst > 0 THEN 1 - sae / NULLIF(median_loss, 0) END AS d2_absolute_error,
     CASE WHEN weight > 0 AND sst > 0 THEN 1 - pinball / NULLIF(quantile_loss, 0) END AS d2_pinball
   FROM quantiles_rows__grid AS grid
@@ -7350,8 +7718,6 @@ WITH predictions AS (
     scores.*,
     unpivoted.metric,
     CASE unpivoted.metric
-      WHEN 'median_absolute_error'
-      THEN scores.median_absolute_error
       WHEN 'd2_absolute_error'
       THEN scores.d2_absolute_error
       WHEN 'd2_pinball'
@@ -7359,7 +7725,6 @@ WITH predictions AS (
     END AS value
   FROM quantiles_rows__scores AS scores
   CROSS JOIN VALUES
-    ('median_absolute_error'),
     ('d2_absolute_error'),
     ('d2_pinball') AS unpivoted(metric)
 ), quantiles_rows AS (
@@ -7399,12 +7764,6 @@ FROM (
   FROM quantiles_rows
   WHERE
     (
-      metric = 'median_absolute_error' AND average IS NULL
-    )
-    OR (
-      metric = 'median_absolute_error' AND average = 'macro'
-    )
-    OR (
       metric = 'd2_absolute_error' AND average IS NULL
     )
     OR (
@@ -7418,6 +7777,6 @@ FROM (
     )
 ) AS metric_rows
 {% endraw %}{% endset %}
-{% do t.update({"regression/quantiles": {'sql': sql_21, 'optional': ["pinball_alpha"], 'null_label': false}}) %}
+{% do t.update({"regression/quantiles": {'sql': sql_23, 'optional': ["pinball_alpha"], 'null_label': false}}) %}
 {{ return(t) }}
 {% endmacro %}

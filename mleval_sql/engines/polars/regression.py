@@ -1,8 +1,12 @@
 """Regression: weighted error sums per (segment, output), then MSE, RMSE, MAE, MAPE and R².
 
-Mirrors queries/regression_sums.sql, queries/regression_metrics.sql and
-queries/declared_regression.sql (their headers hold the conventions). ``score`` is the
-prediction, ``truth`` the target and ``label`` the output.
+Mirrors queries/regression_*.sql, queries/quantile_metrics.sql and
+queries/declared_regression.sql (their headers hold the conventions). A request pays for what
+it asks: mse, rmse, mae, mape and max_error alone are one pass of their own sums
+(regression_errors), the median absolute error alone one sort of the errors
+(regression_medians); asked beside the metrics of the full sums or of the quantiles, they are
+read off those (registry.FUSED). ``score`` is the prediction, ``truth`` the target and
+``label`` the output.
 """
 
 from __future__ import annotations
@@ -12,15 +16,17 @@ from collections.abc import Sequence
 import polars as pl
 
 from mleval_sql.engines.polars._common import weight
-from mleval_sql.registry import QUANTILES, REGRESSION, metrics_of
+from mleval_sql.registry import ERRORS, QUANTILES, REGRESSION, metrics_of
 
-__all__ = ["declared_regression", "quantile_metrics", "regression_metrics",
-           "regression_quantiles", "regression_sums"]
+__all__ = ["declared_regression", "quantile_metrics", "regression_errors", "regression_medians",
+           "regression_metrics", "regression_quantile_medians", "regression_quantiles",
+           "regression_sum_errors", "regression_sums"]
 
 _KEYS = ("segment", "label")
 #: numpy's float64 eps, the floor of |truth| in scikit-learn's MAPE (2**-52, exact)
 EPS = 2.0**-52
 METRICS = metrics_of(REGRESSION)
+ERROR_METRICS = metrics_of(ERRORS)
 QUANTILE_METRICS = metrics_of(QUANTILES)
 
 
@@ -143,6 +149,78 @@ def regression_quantiles(predictions: pl.LazyFrame, *, pinball_alpha: float) -> 
     )
 
 
+def regression_medians(predictions: pl.LazyFrame) -> pl.LazyFrame:
+    """The weighted median of |error| per (segment, label) as median_absolute_error's rows,
+    read off each output's rows in error order (queries/regression_medians.sql): the first
+    row whose running weight reaches half the total holds it."""
+    y = pl.col("truth").cast(pl.Float64)
+    # a row of weight 0 takes no part: its error null, first in the order, below 0
+    rows = predictions.select(*_KEYS, weight=weight, e=pl.when(weight > 0).then(
+        (pl.col("score") - y).abs())).sort("e", nulls_last=False)
+    # one sort of every row by its error (by the keys and the error: several times as long);
+    # a window over a group takes its rows in the frame's order, each output's in error order
+    keys, e, total = list(_KEYS), pl.col("e"), pl.col("total")
+    picked = rows.with_columns(
+        below=weight.cum_sum().over(keys), total=weight.sum().over(keys),
+        next_value=e.shift(-1).over(keys),
+    ).filter(pl.col("below") >= 0.5 * total).group_by(keys).agg(
+        total.max(), pl.col("below").min(), value=e.min(), next_value=pl.col("next_value").min())
+    value = pl.col("value")
+    return picked.select(
+        "segment", metric=pl.lit("median_absolute_error"),
+        average=pl.lit(None, dtype=pl.String), label="label",
+        value=pl.when(pl.col("below") - 0.5 * total > _ON_LEVEL * total).then(value)
+        .otherwise((value + pl.col("next_value").fill_null(value)) / 2),
+        support=total)
+
+
+def regression_quantile_medians(regression_sums: pl.LazyFrame,
+                                regression_quantiles: pl.LazyFrame) -> pl.LazyFrame:
+    """median_absolute_error's rows off the quantiles' pass, where their D² are asked too
+    (queries/regression_quantile_medians.sql)."""
+    w = pl.col("weight")
+    return regression_sums.join(regression_quantiles, on=list(_KEYS), how="left",
+                                nulls_equal=True).select(
+        "segment", metric=pl.lit("median_absolute_error"),
+        average=pl.lit(None, dtype=pl.String), label="label",
+        value=pl.when(w > 0).then(pl.col("median_error")), support=w)
+
+
+def regression_errors(predictions: pl.LazyFrame) -> pl.LazyFrame:
+    """mse, rmse, mae, mape and max_error per (segment, label) from one pass of their own sums
+    (queries/regression_errors.sql)."""
+    y = pl.col("truth").cast(pl.Float64)
+    error = pl.col("score") - y
+    sums = predictions.group_by(*_KEYS).agg(
+        weight=weight.sum(),
+        sse=(weight * (error * error)).sum(),
+        sae=(weight * error.abs()).sum(),
+        sape=(weight * (error.abs() / pl.max_horizontal(y.abs(), pl.lit(EPS)))).sum(),
+        max_error=error.abs().filter(weight > 0).max(),
+    )
+    return _error_rows(sums)
+
+
+def regression_sum_errors(regression_sums: pl.LazyFrame) -> pl.LazyFrame:
+    """regression_errors' rows off the regression sums, where a metric of theirs is asked too
+    (queries/regression_sum_errors.sql)."""
+    return _error_rows(regression_sums)
+
+
+def _error_rows(sums: pl.LazyFrame) -> pl.LazyFrame:
+    """Per-label rows (with support) of mse, rmse, mae, mape and max_error from their sums."""
+    w = pl.col("weight")
+    known = pl.when(w != 0).then(w)  # null where the weights sum to 0
+    sse = pl.col("sse")
+    scores = sums.select(
+        *_KEYS, support=w, mse=sse / known, rmse=(sse / known).sqrt(),
+        mae=pl.col("sae") / known, mape=pl.col("sape") / known, max_error="max_error")
+    return scores.unpivot(on=list(ERROR_METRICS), index=[*_KEYS, "support"],
+                          variable_name="metric", value_name="value").select(
+        "segment", "metric", average=pl.lit(None, dtype=pl.String), label="label",
+        value="value", support="support")
+
+
 def regression_metrics(regression_sums: pl.LazyFrame) -> pl.LazyFrame:
     """Per-output values (average null), their macro mean and variance-weighted R²."""
     segments = regression_sums.select("segment").unique()
@@ -154,13 +232,8 @@ def regression_metrics(regression_sums: pl.LazyFrame) -> pl.LazyFrame:
     varies = (w > 0) & (sst > 0)
     tweedie_of_mean = pl.col("tweedie_of_mean")
     scores = grid.with_columns(
-        mse=sse / known,
-        rmse=(sse / known).sqrt(),
-        mae=pl.col("sae") / known,
-        mape=pl.col("sape") / known,
         r2=pl.when(varies).then(1 - sse / sst),
         explained_variance=pl.when(varies).then(1 - sde / sst),
-        max_error=pl.col("max_error"),
         mean_squared_log_error=pl.col("ssle") / known,
         root_mean_squared_log_error=(pl.col("ssle") / known).sqrt(),
         mean_pinball_loss=pl.col("pinball") / known,
@@ -192,8 +265,8 @@ def _variance_weighted(scores: pl.LazyFrame, metric: str, numerator: pl.Expr) ->
 
 def quantile_metrics(regression_sums: pl.LazyFrame,
                      regression_quantiles: pl.LazyFrame) -> pl.LazyFrame:
-    """median_absolute_error, d2_absolute_error and d2_pinball per output and their macro
-    mean (queries/quantile_metrics.sql)."""
+    """d2_absolute_error and d2_pinball per output and their macro mean
+    (queries/quantile_metrics.sql)."""
     segments = regression_sums.select("segment").unique()
     labels = regression_sums.select("label").unique()
     grid = segments.join(labels, how="cross").join(
@@ -204,7 +277,6 @@ def quantile_metrics(regression_sums: pl.LazyFrame,
     median_loss, quantile_loss = pl.col("median_loss"), pl.col("quantile_loss")
     scores = grid.select(
         *_KEYS,
-        median_absolute_error=pl.when(w > 0).then(pl.col("median_error")),
         d2_absolute_error=pl.when(varies & (median_loss != 0))
         .then(1 - pl.col("sae") / median_loss),
         d2_pinball=pl.when(varies & (quantile_loss != 0))
