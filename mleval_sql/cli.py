@@ -212,7 +212,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "(default: duckdb)")
     cmd.add_argument("--table", default="predictions",
                      help="the table or view to read (default: predictions)")
-    cmd.add_argument("--view", metavar="NAME", help="wrap the statement in CREATE VIEW NAME")
+    cmd.add_argument("--view", metavar="NAME",
+                     help="wrap the statement in CREATE OR REPLACE VIEW NAME (a redeploy "
+                          "replaces it)")
     cmd.add_argument("-o", "--output", type=Path, metavar="FILE", help="default: stdout")
     cmd.set_defaults(run=run_sql)
     add_report_command(commands)

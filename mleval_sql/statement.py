@@ -70,10 +70,11 @@ def sql(metrics: str | Sequence[str] | None = None, *, task: Task | None = None,
 
     ``checks``: one row per problem found in the input instead (``segment columns, problem,
     count, example``). ``curve``: "roc", "pr", "sweep" or "reliability", the rows of
-    ``me.curve``. ``view``: a ``CREATE VIEW`` of that name. For a dialect whose planner copies
-    each CTE into its readers (Spark, Databricks: :attr:`dialects.Dialect.inlines_ctes`) the
-    statement is a script (:func:`script`; :func:`statements` splits it) unless ``single=True``
-    or ``view``. Clustering metrics read one row per sample (``columns``: sample, truth,
+    ``me.curve``. ``view``: a ``CREATE OR REPLACE VIEW`` of that name. For a dialect whose
+    planner copies each CTE into its readers (Spark, Databricks:
+    :attr:`dialects.Dialect.inlines_ctes`) the statement is a script (:func:`script`;
+    :func:`statements` splits it) unless ``single=True`` or ``view``. Clustering metrics read
+    one row per sample (``columns``: sample, truth,
     cluster, weight); asked with ``contingency``, the pair matrix's 0 / 1 cells and the
     classes and clusters share the truth and cluster columns, as text unless the table's
     column is known to hold integers.
@@ -173,21 +174,21 @@ def sql(metrics: str | Sequence[str] | None = None, *, task: Task | None = None,
 def _rendered(body: exp.Select, dialect: str, request: Request, *, view: str | None,
               pretty: bool, what: str) -> tuple[str, list[str]]:
     """``body`` as the text to paste: one statement, a script where ``dialect`` plans a CTE
-    anew wherever it is read (:func:`script`), or a ``CREATE VIEW view``; and the tables a
-    script writes."""
+    anew wherever it is read (:func:`script`), or a ``CREATE OR REPLACE VIEW view``; and the
+    tables a script writes."""
     scripted = dialects.dialect_entry(dialect).inlines_ctes and not request.single and not view
     if scripted:
-        text, written = script(body, dialect, pretty=pretty, what=what)
-    else:
-        if dialects.dialect_entry(dialect).not_materialized:
-            body = queries.projections_inline(body)
-        text, written = dialects.render(body, dialect, pretty=pretty, what=what) + ";", []
-    if view:
+        return script(body, dialect, pretty=pretty, what=what)
+    if dialects.dialect_entry(dialect).not_materialized:
+        body = queries.projections_inline(body)
+    tree: exp.Expression = body
+    if view:  # replaced where it exists, so that a redeploy installs over it (a table of the
+        # name is the database's error: nothing is dropped)
         name = exp.to_table(view, dialect=dialect)
         for part in name.parts:
             part.set("quoted", True)
-        text = f"CREATE VIEW {name.sql(dialect)} AS\n{text}"
-    return text, written
+        tree = exp.Create(this=name, kind="VIEW", replace=True, expression=body)
+    return dialects.render(tree, dialect, pretty=pretty, what=what) + ";", []
 
 
 def _script_said(written: Sequence[str], dialect: str) -> str:

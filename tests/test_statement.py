@@ -153,9 +153,17 @@ def test_view_for_a_bi_tool(postgres: Postgres, pg_connection: Any) -> None:
     load("postgres", pg_connection, "view_input", frame)
     statement = me.sql(["f1", "roc_auc"], task="binary", dialect="postgres", table="view_input",
                        by=BY, columns=COLUMNS, view="mleval metrics")
-    got = psql_rows(postgres, statement + '\nSELECT * FROM "mleval metrics";')
+    # installed twice (a redeploy replaces it), then read as a BI tool reads a dataset
+    got = psql_rows(postgres, statement + "\n" + statement + '\nSELECT * FROM (SELECT * FROM '
+                    '"mleval metrics") AS t WHERE t.metric = \'f1\';')
     want = me.evaluate(frame, ["f1", "roc_auc"], task="binary", by=BY, columns=COLUMNS)
-    assert_same_rows(got, want, BY)
+    assert_same_rows(got, want.filter(metric="f1"), BY)
+    # a table of the name is the database's error, and the table stays
+    taken = me.sql(["f1"], task="binary", dialect="postgres", table="view_input", by=BY,
+                   columns=COLUMNS, view="view_input")
+    done = postgres.psql(taken)
+    assert done.returncode != 0 and '"view_input" is not a view' in done.stderr
+    assert psql_rows(postgres, "SELECT count(*) AS n FROM view_input;")["n"][0] == frame.height
 
 
 def test_cli_prints_the_statement(capsys: pytest.CaptureFixture) -> None:
