@@ -36,7 +36,7 @@ from mleval_sql.engines.segments import with_progress
 from mleval_sql.errors import InputError, note_sklearn_default
 from mleval_sql.params import DEFAULTS
 from mleval_sql.progress import stage
-from mleval_sql.registry import CURVES, DECISIONS
+from mleval_sql.registry import CURVES, DECISIONS, scoped
 from mleval_sql.request import (
     DELONG,
     ESTIMATED_METRICS,
@@ -89,6 +89,7 @@ class Outcome:
     curves: Mapping[str, pl.DataFrame] = field(default_factory=dict)
 
 
+@scoped
 def evaluate(
     source: Any,
     metrics: str | Sequence[str] | None = None,

@@ -44,7 +44,7 @@ from mleval_sql.engines import ENGINES, errors_of
 from mleval_sql.outputs import atomic_output, check_output
 from mleval_sql.params import CURVE_PARAMS, PARAMS, Param
 from mleval_sql.plot import CURVE_COLUMNS, INSTALL_HINT, PlotError, check_target, plot_curve
-from mleval_sql.registry import AVERAGES, DECLARED_FAMILIES, METRICS, Metric
+from mleval_sql.registry import AVERAGES, DECLARED_FAMILIES, METRICS, Metric, kept
 from mleval_sql.reporting import add_command as add_report_command
 from mleval_sql.request import OPTIONS, Action, Option, actions_of, declare_for
 from mleval_sql.schema import TASKS
@@ -613,8 +613,9 @@ def run_history(args: argparse.Namespace) -> int:
 
 
 def run_metrics(args: argparse.Namespace) -> int:
-    declare_for(None, _pairs("--define", args.define) if args.define else None)
-    sys.stdout.write(metrics_text())
+    with kept():  # the call's declarations, listed, then gone (in a process that goes on)
+        declare_for(None, _pairs("--define", args.define) if args.define else None)
+        sys.stdout.write(metrics_text())
     return 0
 
 

@@ -25,6 +25,7 @@ import polars as pl
 
 from mleval_sql import uncertainty
 from mleval_sql.api import ComparisonOptions, Execution, derived, execute
+from mleval_sql.registry import scoped
 from mleval_sql.request import DELONG, PLACEMENTS, Request, tidy, unpack_segment
 from mleval_sql.schema import InputError
 from mleval_sql.sources import as_source
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 SIDE = "__side"
 
 
+@scoped
 def compare(
     source: Any,
     metrics: str | Sequence[str] | None = None,

@@ -38,8 +38,16 @@ from mleval_sql.files import toml
 from mleval_sql.params import RESULT_COLUMNS
 from mleval_sql.registry import DECLARED as FAMILY
 from mleval_sql.registry import DECLARED_ARGMAX as ARGMAX_FAMILY
+from mleval_sql.registry import DECLARED_METRICS as DECLARED
 from mleval_sql.registry import DECLARED_REGRESSION as REGRESSION_FAMILY
-from mleval_sql.registry import LOWER_IS_BETTER, METRICS, SHARED_FILE, SHARED_METRICS, Metric
+from mleval_sql.registry import (
+    LOWER_IS_BETTER,
+    METRICS,
+    SHARED_FILE,
+    SHARED_METRICS,
+    Metric,
+    kept,
+)
 from mleval_sql.sources import beside
 
 __all__ = ["Declared", "declare", "define", "defined", "defining", "kept", "load", "shared",
@@ -121,8 +129,6 @@ def over(step: str) -> list[Declared]:
     return [m for m in DECLARED.values() if m.regression == (step == REGRESSION_FAMILY.final)]
 
 
-#: Every declared metric of the process, by name (also in ``registry.METRICS``).
-DECLARED: dict[str, Declared] = {}
 
 
 def define(name: str, expression: str, *, tasks: Sequence[str] | None = None,
@@ -217,28 +223,6 @@ def defining(name: str, expression: str, **options: object) -> Iterator[Declared
     finally:
         if DECLARED.get(name) is metric:
             undefine(name)
-
-
-@contextmanager
-def kept() -> Iterator[None]:
-    """The registry as it is now, put back after the block: what the block declares (``define=``,
-    a lake's ``metrics.toml``...) or removes does not outlive it.
-
-    >>> with kept():
-    ...     _ = define("cost", "(5 * fn + fp) / n")
-    >>> "cost" in defined()
-    False
-    """
-    declared, metrics, lower = dict(DECLARED), dict(METRICS), set(LOWER_IS_BETTER)
-    try:
-        yield
-    finally:
-        DECLARED.clear()
-        DECLARED.update(declared)
-        METRICS.clear()
-        METRICS.update(metrics)
-        LOWER_IS_BETTER.clear()
-        LOWER_IS_BETTER.update(lower)
 
 
 def defined() -> dict[str, Declared]:

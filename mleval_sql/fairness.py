@@ -27,7 +27,7 @@ import polars as pl
 from mleval_sql import uncertainty
 from mleval_sql.api import ComparisonOptions, _with_intervals, execute, run
 from mleval_sql.params import DEFAULTS
-from mleval_sql.registry import default_averages
+from mleval_sql.registry import default_averages, scoped
 from mleval_sql.request import ESTIMATED_METRICS, Request, tidy
 from mleval_sql.schema import Columns, InputError
 from mleval_sql.sources import as_source
@@ -84,6 +84,7 @@ class Fairness:
     method: Method
 
 
+@scoped
 def fairness(
     source: Any,
     metrics: str | Sequence[str] | None = None,

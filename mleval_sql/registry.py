@@ -13,8 +13,11 @@ runs :data:`AVERAGING` on those rows, which adds the grid of labels and the aver
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any, ParamSpec, TypeVar
 
 from mleval_sql.schema import InputError, Task
 
@@ -604,6 +607,49 @@ LOWER_IS_BETTER: set[str] = {
     "max_error", "median_absolute_error", "mean_squared_log_error", "root_mean_squared_log_error",
     "mean_pinball_loss", "mean_poisson_deviance", "mean_gamma_deviance", "mean_tweedie_deviance",
 }
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+#: The metrics declared now (``mleval_sql.declared.Declared`` by name; each also in
+#: :data:`METRICS`): ``me.define``'s for the process, a call's ``define=`` and the files a
+#: lake or team keeps for that call (:func:`kept`).
+DECLARED_METRICS: dict[str, Any] = {}
+
+
+@contextmanager
+def kept() -> Iterator[None]:
+    """The registry as it is now, put back after the block: what the block declares
+    (``define=``, a lake's ``metrics.toml``...) or removes does not outlive it. Every door
+    that takes declarations runs in one, so they hold for that call.
+
+    >>> with kept():
+    ...     METRICS["cost"] = METRICS["fp"]
+    >>> "cost" in METRICS
+    False
+    """
+    declared, metrics, lower = dict(DECLARED_METRICS), dict(METRICS), set(LOWER_IS_BETTER)
+    try:
+        yield
+    finally:
+        DECLARED_METRICS.clear()
+        DECLARED_METRICS.update(declared)
+        METRICS.clear()
+        METRICS.update(metrics)
+        LOWER_IS_BETTER.clear()
+        LOWER_IS_BETTER.update(lower)
+
+
+def scoped(door: Callable[P, R]) -> Callable[P, R]:
+    """``door`` (a function that takes ``define=`` or reads a lake's or team's declared
+    metrics) run in :func:`kept`: what it declares holds for the call; ``me.define``'s for
+    the process."""
+    @functools.wraps(door)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        with kept():
+            return door(*args, **kwargs)
+    return call
 
 
 def metrics_of(family: Family) -> tuple[str, ...]:

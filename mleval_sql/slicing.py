@@ -38,7 +38,7 @@ import polars as pl
 from mleval_sql import uncertainty
 from mleval_sql.api import ComparisonOptions, derived, run
 from mleval_sql.comparison import SIDE, against_rest
-from mleval_sql.registry import LOWER_IS_BETTER, METRICS, default_averages
+from mleval_sql.registry import LOWER_IS_BETTER, METRICS, default_averages, scoped
 from mleval_sql.request import ESTIMATED_METRICS, Request
 from mleval_sql.schema import InputError
 from mleval_sql.sources import as_source
@@ -102,6 +102,7 @@ class Candidate:
         return sum(1 for c in self.code if c)
 
 
+@scoped
 def slices(
     source: Any,
     metric: str = "error_rate",

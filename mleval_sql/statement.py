@@ -22,7 +22,7 @@ from sqlglot import exp
 from mleval_sql import clustering, dialects, labels, queries, slicing, windows
 from mleval_sql.engines.sql import canonical, clustering_canonical
 from mleval_sql.params import PARAMS
-from mleval_sql.registry import AVERAGING, FUSED, METRICS, STEPS, SWEEP, SWEPT
+from mleval_sql.registry import AVERAGING, FUSED, METRICS, STEPS, SWEEP, SWEPT, scoped
 from mleval_sql.request import OPERATING_THRESHOLD, SWEEP_METRICS, Plan, Request
 from mleval_sql.schema import Columns, InputError, Task, check_columns
 
@@ -42,6 +42,7 @@ PROBLEMS: tuple[tuple[str, str, str | None], ...] = (
 )
 
 
+@scoped
 def sql(metrics: str | Sequence[str] | None = None, *, task: Task | None = None,
         dialect: str | None = None, table: str = "predictions", by: str | Sequence[str] = (),
         columns: Mapping[str, str | None] | None = None, average: str | Sequence[str] | None = None,

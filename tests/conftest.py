@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
-from mleval_sql.declared import kept
 from mleval_sql.engines import local_engines
+from mleval_sql.registry import kept
 
 settings.register_profile(
     # no shrinking: an engine call costs up to a second here, and shrinking one failure took

@@ -37,11 +37,6 @@ def undeclared(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         me.undefine(name)
 
 
-def _undefine_all() -> None:
-    for name in me.defined():
-        me.undefine(name)
-
-
 def _cli(capsys: pytest.CaptureFixture, *argv: object) -> tuple[int, str, str]:
     code = main([str(a) for a in argv])
     out, err = capsys.readouterr()
@@ -62,8 +57,7 @@ def test_every_door_gives_the_same_declared_rows(task, capsys, tmp_path):
     options = {"by": "region", "task": task, "average": average, "threshold": 0.4}
     want = me.evaluate(path, metrics, define=define, **options)
     assert set(want["metric"]) == set(metrics) and want["value"].drop_nulls().len() > 0
-    assert "cost" in LOWER_IS_BETTER
-    _undefine_all()
+    assert not me.defined()  # declared for that call
 
     flags = ["--metric", ",".join(metrics), "--by", "region", "--task", task,
              "--threshold", "0.4", "--column", "label=label",
@@ -75,8 +69,7 @@ def test_every_door_gives_the_same_declared_rows(task, capsys, tmp_path):
     cli = pl.read_csv(io.StringIO(out), schema_overrides=want.schema)
     assert cli.columns == want.columns
     assert_same_rows(cli, want, ["region"])
-    assert "cost" in LOWER_IS_BETTER
-    _undefine_all()
+    assert not me.defined()
 
     code, statement, err = _cli(capsys, "sql", *flags, "--table", "preds", "--column",
                                 "weight=weight")
@@ -84,7 +77,6 @@ def test_every_door_gives_the_same_declared_rows(task, capsys, tmp_path):
     con = duckdb.connect()
     con.register("preds", frame)
     assert_same_rows(con.sql(statement).pl(), want, ["region"])
-    _undefine_all()
 
     job = {"sources": [{"path": str(path), "model": "m"}], "segments": ["region"],
            "metrics": metrics, "task": task, "average": average, "threshold": 0.4,
@@ -107,7 +99,7 @@ def test_a_report_judges_and_shows_a_declared_metric(tmp_path):
                                 {"metric": "cost", "rise": 0.01}]}}
     report = me.report(job, tmp_path / "out", progress=False)
     fired = pl.read_csv(report.output / "alerts.csv").filter(pl.col("metric") == "cost")
-    want = me.evaluate(LAKE, ["cost"], by="model", average="macro")
+    want = me.evaluate(LAKE, ["cost"], by="model", average="macro", define={"cost": COST})
     above = want.filter(pl.col("value") > 0.5)["model"].to_list()
     assert above and set(above) <= set(fired["model"])
     wide = pl.read_parquet(report.output / "wide.parquet")
@@ -135,8 +127,11 @@ def test_a_lake_and_the_team_declare_for_every_door(capsys, tmp_path, monkeypatc
     rows = me.evaluate(lake, ["cost", "my_f1", "f1", "lift"], by="region")
     wide = rows.pivot(on="metric", index=["region", "label"], values="value")
     assert wide["my_f1"].to_list() == pytest.approx(wide["f1"].to_list(), nan_ok=True)
-    assert me.defined()["cost"].doc == "lake cost"  # the lake's over the team's
-    assert "cost" in LOWER_IS_BETTER
+    lakes = me.evaluate(lake, ["cost"], by="region", define={"cost": COST})  # the lake's...
+    teams = me.evaluate(lake, ["cost"], by="region", define={"cost": "fn / n"})  # not the team's
+    assert_same_rows(rows.filter(metric="cost"), lakes, ["region"])
+    assert lakes["value"].to_list() != teams["value"].to_list()
+    assert "cost" not in me.defined() and "cost" not in LOWER_IS_BETTER  # for the call only
     code, out, err = _cli(capsys, "evaluate", lake, "--metric", "cost,lift", "--by", "region",
                           "--format", "csv")
     assert code == 0, err
@@ -154,9 +149,10 @@ def test_a_lake_and_the_team_declare_for_every_door(capsys, tmp_path, monkeypatc
     assert_same_rows(got, me.evaluate(lake, ["cost", "lift"]), [])
 
     theirs = me.evaluate(lake, ["cost"], define={"cost": "fp / n"})["value"].to_list()
-    assert me.defined()["cost"].text == "fp / n"  # code's over the lake's, which stays aside
+    assert "cost" not in me.defined()  # code's over the lake's, for that call
     again = me.evaluate(lake, ["cost"])["value"].to_list()
-    assert again == theirs
+    assert again != theirs and again == me.evaluate(lake, ["cost"], define={"cost": COST})[
+        "value"].to_list()
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -229,7 +225,7 @@ def test_compare_and_slices_take_a_declared_metric():
     assert ours.height == theirs.height > 0
     assert ours.drop("metric").equals(theirs.drop("metric"))
     ours = me.slices(LAKE, "my_f1", over=["region", "date"], by="model", min_support=40,
-                     average="macro")
+                     average="macro", define=define)
     theirs = me.slices(LAKE, "f1", over=["region", "date"], by="model", min_support=40,
                        average="macro")
     assert ours.height == theirs.height > 0

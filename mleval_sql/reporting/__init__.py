@@ -36,6 +36,7 @@ from typing import Any
 import polars as pl
 
 from mleval_sql.outputs import atomic_output, check_folder
+from mleval_sql.registry import scoped
 from mleval_sql.reporting.job import Job, JobError
 
 __all__ = ["Job", "JobError", "Outcome", "add_command", "report"]
@@ -55,6 +56,7 @@ class Outcome:
     summary: dict[str, Any]
 
 
+@scoped
 def report(job: str | os.PathLike[str] | Mapping[str, Any] | Job,
            output: str | os.PathLike[str], *, progress: bool | None = None,
            full_refresh: bool = False) -> Outcome:
