@@ -58,7 +58,7 @@ ORDER_FREE = frozenset({
 #: pools a segment's labels (None: never); otherwise they sort one integer per (segment, label)
 #: (:meth:`DuckDBEngine._numbered`).
 NUMBERED: dict[str, str | None] = {"ranking_metrics": "micro", "ranked_points": None,
-                                   "curve_rates": None}
+                                   "curve_rates": None, "regression_medians": None}
 
 #: Steps that also run over a table whose groups are numbered already (a numbered step's
 #: statistics, kept numbered where every step that reads them is of these), with the switch
