@@ -386,3 +386,29 @@ def test_a_constant_truth_leaves_the_d2_scores_undefined(engine):
     for name in names:
         assert values(got, name)["y1"] is None  # scikit-learn's force_finite: 0.0
         assert values(got, name, "macro")[None] == values(got, name)["y2"]
+
+
+NEW = ["median_absolute_error", "mean_pinball_loss", "d2_absolute_error", "explained_variance",
+       "mean_poisson_deviance", "d2_tweedie"]
+
+
+def test_the_new_metrics_take_intervals_and_windows():
+    """Intervals of the quantile and deviance metrics are the same on both engines (the same
+    draws) and hold the value; a day's window equals the metrics of that day's rows alone."""
+    frame = make_predictions("regression", 5, n_samples=60, complete=True)
+    options = {"by": "region", "ci": 0.9, "resamples": 30, "seed": 1, "power": 1.5}
+    got = [me.evaluate(frame, NEW, engine=e, **options) for e in ("polars", "duckdb")]
+    assert_frames_close(got[0], got[1])
+    bounded = got[0].filter(pl.col("ci_low").is_not_null())
+    assert set(bounded["metric"]) == set(NEW)
+    assert ((bounded["ci_low"] <= bounded["value"] + 1e-12)
+            & (bounded["value"] <= bounded["ci_high"] + 1e-12)).all()
+    days = frame.select("sample").unique(maintain_order=True).with_columns(
+        day=pl.date(2026, 11, 1) + pl.duration(days=pl.int_range(pl.len()) % 3))
+    dated = frame.join(days, on="sample")
+    windows = me.evaluate(dated, NEW, window="day:1d", power=1.5)
+    first = windows.filter(pl.col("window_start") == pl.date(2026, 11, 1)).drop(
+        "granularity", "window_start", "window_end")
+    alone = me.evaluate(dated.filter(pl.col("day") == pl.date(2026, 11, 1)).drop("day"), NEW,
+                        power=1.5)
+    assert_frames_close(first, alone)
