@@ -830,6 +830,10 @@ class _Builder:
 
     def curve(self, table: exp.Table, cols: Columns, weight: str | None, request: Request,
               task: Task | None) -> exp.Select:
+        if request.kind == "thresholds":
+            raise InputError("curve thresholds: no statement is written for it yet; "
+                             "me.curve(kind='thresholds') and mleval curve --kind thresholds "
+                             "give it")
         plan = request.plan(task or "multilabel")  # every classification task's curve steps
         params = {**request.engine_params(plan), "unit_weights": weight is None}
         self._source(table, cols, weight, self.by, truth="bool")
@@ -842,7 +846,9 @@ class _Builder:
         rest = [p.alias_or_name for p in final.selects if p.alias_or_name != "segment"]
         out = exp.select(*self._segments_out(), *rest).from_(cte)
         order = [c for c in ("label", "threshold", "bin") if c in rest]
-        return self._with(self._order(out, *order, descending=["threshold"], keyed=True))
+        # thresholds descending, but a DET curve's ascending, as scikit-learn's det_curve
+        falling = [] if request.kind == "det" else ["threshold"]
+        return self._with(self._order(out, *order, descending=falling, keyed=True))
 
     def drift(self, rows: exp.Expression, compared: Sequence[Any],
               statistics: Mapping[str, Sequence[str]], request: Request) -> exp.Select:

@@ -222,3 +222,23 @@ def test_thresholds_of_each_label_are_its_own_scores(engine: str) -> None:
         assert got["threshold"].to_list() == counts[-1].tolist()
         for name, want in zip(("tn", "fp", "fn", "tp"), counts[:4], strict=True):
             np.testing.assert_allclose(got[name].to_numpy(), want, rtol=1e-12, atol=1e-12)
+
+
+def test_a_det_statement_equals_the_curve_and_thresholds_has_none() -> None:
+    """The DET curve pasted into DuckDB gives me.curve's rows, in its (ascending) order; the
+    thresholds curve has no statement and says so."""
+    import duckdb
+    from polars.testing import assert_frame_equal
+
+    from tests.data import make_predictions
+
+    frame = make_predictions("multilabel", 3, n_samples=40, complete=True)
+    con = duckdb.connect()
+    con.register("t", frame)
+    options = {"task": "multilabel", "columns": {"weight": "weight"}}
+    got = con.sql(me.sql(curve="det", table="t", **options)).pl()
+    want = me.curve(frame, "det", **options)
+    assert want.height > 0
+    assert_frame_equal(got, want, check_dtypes=False, rel_tol=1e-12)
+    with pytest.raises(me.InputError, match="curve thresholds: no statement"):
+        me.sql(["f1"], curve="thresholds", table="t", task="multilabel")
